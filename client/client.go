@@ -1,0 +1,292 @@
+// Package client is the Go SDK of Parley's v1 API. Every call is signed
+// with the credential's secret as the API requires (see package signing).
+//
+//	c := client.New("http://127.0.0.1:8080", username, secret)
+//	u, err := c.CreateUser(ctx, parley.UserCreate{PhoneNumber: parley.Some("+14155552671")})
+//	var apiErr *client.Error
+//	if errors.As(err, &apiErr) && apiErr.Type == parley.EDuplicate { … }
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/signing"
+)
+
+// Client calls one Parley server with one credential. It is safe for
+// concurrent use.
+type Client struct {
+	base     string // scheme://host[:port], no trailing slash
+	username string
+	secret   string
+	hc       *http.Client
+	now      func() time.Time
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client (default: one with a 30 s timeout).
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithClock sets the clock that dates signatures (for tests).
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = now } }
+
+// New returns a client for the server at baseURL ("http://127.0.0.1:8080";
+// a trailing /api/v1 is accepted too).
+func New(baseURL, username, secret string, opts ...Option) *Client {
+	base := strings.TrimRight(baseURL, "/")
+	base = strings.TrimSuffix(base, "/api/v1")
+	c := &Client{base: base, username: username, secret: secret,
+		hc: &http.Client{Timeout: 30 * time.Second}, now: time.Now}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Error is an error answer of the API.
+type Error struct {
+	StatusCode int
+	Type       string // the envelope's type, e.g. parley.EUserNotFound
+	Msg        string
+	Field      string
+	RequestID  string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("parley: %d %s: %s", e.StatusCode, e.Type, e.Msg)
+}
+
+// Response is a raw API answer.
+type Response struct {
+	StatusCode int
+	Header     http.Header
+	Body       []byte
+}
+
+// Do sends a signed request for path (starting with "/api/v1" or not; it is
+// added when missing) and returns the answer whatever its status. body may be
+// nil; contentType is used when body is non-nil.
+func (c *Client) Do(ctx context.Context, method, path string, body []byte, contentType string) (*Response, error) {
+	if !strings.HasPrefix(path, "/api/v1") && !strings.HasPrefix(path, "/media/") {
+		path = "/api/v1" + path
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		req.Body, req.ContentLength, req.GetBody = http.NoBody, 0, nil
+	} else if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	signing.SignRequest(req, c.username, c.secret, body, c.now())
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// call sends in as JSON (when non-nil) and decodes a 2xx answer into out.
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	resp, err := c.Do(ctx, method, path, body, "application/json")
+	if err != nil {
+		return err
+	}
+	return resp.decode(out)
+}
+
+// do is call for a typed answer: nil with the error, never a half-filled value.
+func do[T any](ctx context.Context, c *Client, method, path string, in any) (*T, error) {
+	var out T
+	if err := c.call(ctx, method, path, in, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func (r *Response) decode(out any) error {
+	if r.StatusCode >= 300 {
+		return r.Err()
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(r.Body, out)
+}
+
+// Err returns the *Error of a non-2xx answer, nil for a 2xx one.
+func (r *Response) Err() error {
+	if r.StatusCode < 300 {
+		return nil
+	}
+	var env struct {
+		Detail struct {
+			Type  string `json:"type"`
+			Msg   string `json:"msg"`
+			Field string `json:"field"`
+		} `json:"detail"`
+	}
+	e := &Error{StatusCode: r.StatusCode, RequestID: r.Header.Get("X-Request-Id")}
+	if json.Unmarshal(r.Body, &env) == nil && env.Detail.Type != "" {
+		e.Type, e.Msg, e.Field = env.Detail.Type, env.Detail.Msg, env.Detail.Field
+	} else {
+		e.Type, e.Msg = parley.EInternal, strings.TrimSpace(string(r.Body))
+	}
+	return e
+}
+
+// CreateUser creates a user (POST /users).
+func (c *Client) CreateUser(ctx context.Context, in parley.UserCreate) (*parley.User, error) {
+	return do[parley.User](ctx, c, "POST", "/users", in)
+}
+
+// GetUser reads a user by id (GET /users/{id}).
+func (c *Client) GetUser(ctx context.Context, id int64) (*parley.User, error) {
+	return do[parley.User](ctx, c, "GET", "/users/"+strconv.FormatInt(id, 10), nil)
+}
+
+// FindUserByPhone reads a user by E.164 number (GET /users?phone_number=).
+func (c *Client) FindUserByPhone(ctx context.Context, phone string) (*parley.User, error) {
+	return do[parley.User](ctx, c, "GET", "/users?phone_number="+url.QueryEscape(phone), nil)
+}
+
+// UpdateUser changes the members set in in (POST /users/{id}).
+func (c *Client) UpdateUser(ctx context.Context, id int64, in parley.UserUpdate) (*parley.User, error) {
+	return do[parley.User](ctx, c, "POST", "/users/"+strconv.FormatInt(id, 10), in)
+}
+
+// DeleteUser deletes a user and returns it (DELETE /users/{id}).
+func (c *Client) DeleteUser(ctx context.Context, id int64) (*parley.User, error) {
+	return do[parley.User](ctx, c, "DELETE", "/users/"+strconv.FormatInt(id, 10), nil)
+}
+
+// SendMessage queues a message (POST /messages).
+func (c *Client) SendMessage(ctx context.Context, in parley.MessageCreate) (*parley.Message, error) {
+	return do[parley.Message](ctx, c, "POST", "/messages", in)
+}
+
+// GetMessage reads a message (GET /messages/{id}).
+func (c *Client) GetMessage(ctx context.Context, id int64) (*parley.Message, error) {
+	return do[parley.Message](ctx, c, "GET", "/messages/"+strconv.FormatInt(id, 10), nil)
+}
+
+// ListMessages reads one page of messages, newest first, and the cursor of
+// the next page ("" after the last).
+func (c *Client) ListMessages(ctx context.Context, f parley.MessageFilter) ([]*parley.Message, string, error) {
+	q := url.Values{}
+	if f.UserID != 0 {
+		q.Set("user_id", strconv.FormatInt(f.UserID, 10))
+	}
+	if f.Limit != 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Cursor != "" {
+		q.Set("cursor", f.Cursor)
+	}
+	path := "/messages"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var page struct {
+		Data       []*parley.Message `json:"data"`
+		NextCursor *string           `json:"next_cursor"`
+	}
+	if err := c.call(ctx, "GET", path, nil, &page); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if page.NextCursor != nil {
+		next = *page.NextCursor
+	}
+	return page.Data, next, nil
+}
+
+// UploadFile uploads media (POST /files). The body is built in memory,
+// because its digest is signed before it is sent.
+func (c *Client) UploadFile(ctx context.Context, fileName string, content io.Reader) (*parley.File, error) {
+	body, contentType, err := MultipartFile(fileName, content)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(ctx, "POST", "/files", body, contentType)
+	if err != nil {
+		return nil, err
+	}
+	var f parley.File
+	if err := resp.decode(&f); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// MultipartFile builds a multipart/form-data body with one part named
+// "file", and returns it with its Content-Type.
+func MultipartFile(fileName string, content io.Reader) ([]byte, string, error) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	part, err := mw.CreateFormFile("file", fileName)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := io.Copy(part, content); err != nil {
+		return nil, "", err
+	}
+	if err := mw.Close(); err != nil {
+		return nil, "", err
+	}
+	return buf.Bytes(), mw.FormDataContentType(), nil
+}
+
+// GetFile reads a file's metadata (GET /files/{id}).
+func (c *Client) GetFile(ctx context.Context, id string) (*parley.File, error) {
+	return do[parley.File](ctx, c, "GET", "/files/"+url.PathEscape(id), nil)
+}
+
+// GetBrand reads the brand of the credential (GET /brand).
+func (c *Client) GetBrand(ctx context.Context) (*parley.Brand, error) {
+	return do[parley.Brand](ctx, c, "GET", "/brand", nil)
+}
+
+// ListSegments reads the brand's active segments (GET /segments).
+func (c *Client) ListSegments(ctx context.Context) ([]*parley.Segment, error) {
+	l, err := do[[]*parley.Segment](ctx, c, "GET", "/segments", nil)
+	if err != nil {
+		return nil, err
+	}
+	return *l, nil
+}
+
+// ListCustomFields reads the brand's custom data fields (GET /custom_data).
+func (c *Client) ListCustomFields(ctx context.Context) ([]*parley.CustomField, error) {
+	l, err := do[[]*parley.CustomField](ctx, c, "GET", "/custom_data", nil)
+	if err != nil {
+		return nil, err
+	}
+	return *l, nil
+}

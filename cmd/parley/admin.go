@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/app"
+)
+
+func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := newFlags("migrate")
+	dbf := addDBFlags(fs, getenv)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg := dbf.config()
+	a, err := app.Open(ctx, cfg) // Open migrates
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	fmt.Fprintf(stdout, "Database %s is up to date.\n", a.Config.DB)
+	return nil
+}
+
+// adminCmd parses a verb's flags, opens the app and runs fn.
+func adminCmd(ctx context.Context, name string, args []string, getenv func(string) string,
+	define func(fs *flagSet), fn func(a *app.App, asJSON bool) error) error {
+	fs := &flagSet{FlagSet: newFlags(name)}
+	dbf := addDBFlags(fs.FlagSet, getenv)
+	asJSON := fs.Bool("json", false, "print JSON")
+	define(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
+	}
+	a, err := app.Open(ctx, dbf.config())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return fn(a, *asJSON)
+}
+
+func runBrand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	verb, rest, err := parseSub(args, "create", "list")
+	if err != nil {
+		return fmt.Errorf("brand: %w", err)
+	}
+	var name, phone *string
+	return adminCmd(ctx, "brand "+verb, rest, getenv, func(fs *flagSet) {
+		if verb == "create" {
+			name = fs.String("name", "", "brand name (required)")
+			phone = fs.String("phone", "", "the brand's sending number, E.164 (required)")
+		}
+	}, func(a *app.App, asJSON bool) error {
+		switch verb {
+		case "create":
+			b, err := a.Service.CreateBrand(ctx, *name, *phone)
+			if err != nil {
+				return describe(err)
+			}
+			if asJSON {
+				return printJSON(stdout, brandJSON(b))
+			}
+			fmt.Fprintf(stdout, "Created brand %d %q %s\n", b.ID, b.Name, b.PhoneNumber)
+			return nil
+		default:
+			bs, err := a.Service.ListBrands(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := make([]any, 0, len(bs))
+				for _, b := range bs {
+					out = append(out, brandJSON(b))
+				}
+				return printJSON(stdout, out)
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tPHONE\tCREATED")
+			for _, b := range bs {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", b.ID, b.Name, b.PhoneNumber, b.DateCreated.Format(parley.TimeFormat))
+			}
+			return tw.Flush()
+		}
+	})
+}
+
+func brandJSON(b *parley.Brand) map[string]any {
+	return map[string]any{"id": b.ID, "name": b.Name, "phone_number": b.PhoneNumber, "date_created": b.DateCreated}
+}
+
+func runCredential(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	verb, rest, err := parseSub(args, "create", "list", "revoke")
+	if err != nil {
+		return fmt.Errorf("credential: %w", err)
+	}
+	var brand *int64
+	var username string
+	if verb == "revoke" {
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+			return errors.New("credential revoke: want USERNAME")
+		}
+		username, rest = rest[0], rest[1:]
+	}
+	return adminCmd(ctx, "credential "+verb, rest, getenv, func(fs *flagSet) {
+		if verb != "revoke" {
+			brand = fs.Int64("brand", 0, "brand id (required)")
+		}
+	}, func(a *app.App, asJSON bool) error {
+		switch verb {
+		case "create":
+			c, err := a.Service.CreateCredential(ctx, *brand)
+			if err != nil {
+				return describe(err)
+			}
+			if asJSON {
+				return printJSON(stdout, c)
+			}
+			fmt.Fprintf(stdout, "Created credential for brand %d. The secret is shown only now:\nusername: %s\nsecret:   %s\n",
+				c.BrandID, c.Username, c.Secret)
+			return nil
+		case "list":
+			cs, err := a.Service.ListCredentials(ctx, *brand)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(stdout, cs)
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "USERNAME\tCREATED\tREVOKED")
+			for _, c := range cs {
+				revoked := "-"
+				if c.RevokedAt != nil {
+					revoked = c.RevokedAt.Format(parley.TimeFormat)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Username, c.CreatedAt.Format(parley.TimeFormat), revoked)
+			}
+			return tw.Flush()
+		default:
+			if err := a.Service.RevokeCredential(ctx, username); err != nil {
+				return describe(err)
+			}
+			if asJSON {
+				return printJSON(stdout, map[string]any{"username": username, "revoked": true})
+			}
+			fmt.Fprintf(stdout, "Revoked %s\n", username)
+			return nil
+		}
+	})
+}
+
+var typeCodes = map[string]int{"INTEGER": 1, "FLOAT": 2, "STRING": 3, "LIST": 4, "BOOLEAN": 5, "DATE": 6}
+
+func parseType(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if n, ok := typeCodes[strings.ToUpper(s)]; ok {
+		return n, nil
+	}
+	return 0, fmt.Errorf("unknown type %q; want INTEGER, FLOAT, STRING, LIST, BOOLEAN or DATE", s)
+}
+
+func runField(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	verb, rest, err := parseSub(args, "create", "list", "delete")
+	if err != nil {
+		return fmt.Errorf("field: %w", err)
+	}
+	var id int64
+	if verb == "delete" {
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+			return errors.New("field delete: want ID")
+		}
+		if id, err = strconv.ParseInt(rest[0], 10, 64); err != nil {
+			return fmt.Errorf("field delete: bad id %q", rest[0])
+		}
+		rest = rest[1:]
+	}
+	var (
+		brand                                         *int64
+		name, typ, subtype, enum, desc, prompt        *string
+		appendFlag, aiPrompt, userAnswers, autoCollec *bool
+	)
+	return adminCmd(ctx, "field "+verb, rest, getenv, func(fs *flagSet) {
+		brand = fs.Int64("brand", 0, "brand id (required)")
+		if verb == "create" {
+			name = fs.String("name", "", "field name as shown, e.g. 'Loyalty Tier' (key loyalty_tier)")
+			typ = fs.String("type", "", "INTEGER, FLOAT, STRING, LIST, BOOLEAN or DATE")
+			subtype = fs.String("subtype", "", "type of a LIST's items")
+			enum = fs.String("enum", "", "comma-separated allowed values")
+			desc = fs.String("description", "", "description")
+			prompt = fs.String("extraction-prompt", "", "extraction prompt")
+			appendFlag = fs.Bool("append", false, "LIST updates append instead of replacing")
+			aiPrompt = fs.Bool("include-in-ai-prompt", false, "include_in_ai_prompt")
+			userAnswers = fs.Bool("include-user-answers", false, "include_user_answers")
+			autoCollec = fs.Bool("auto-collected", false, "is_auto_collected")
+		}
+	}, func(a *app.App, asJSON bool) error {
+		switch verb {
+		case "create":
+			t, err := parseType(*typ)
+			if err != nil {
+				return err
+			}
+			st, err := parseType(*subtype)
+			if err != nil {
+				return err
+			}
+			f := &parley.CustomField{BrandID: *brand, FieldName: *name, CustomDataType: t, Subtype: st,
+				AvailableEnumValues: splitList(*enum), Description: *desc, ExtractionPrompt: *prompt,
+				IsAppend: *appendFlag, IncludeInAIPrompt: *aiPrompt, IncludeUserAnswers: *userAnswers,
+				IsAutoCollected: *autoCollec}
+			if err := a.Service.CreateCustomField(ctx, f); err != nil {
+				return describe(err)
+			}
+			if asJSON {
+				return printJSON(stdout, f)
+			}
+			fmt.Fprintf(stdout, "Created field %d %q (custom_data key %q)\n", f.ID, f.FieldName, parley.CustomDataKey(f.FieldName))
+			return nil
+		case "list":
+			fs, err := a.Service.ListCustomFields(ctx, *brand)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(stdout, fs)
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tKEY\tTYPE")
+			for _, f := range fs {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\n", f.ID, f.FieldName, parley.CustomDataKey(f.FieldName), f.CustomDataType)
+			}
+			return tw.Flush()
+		default:
+			if err := a.Service.DeleteCustomField(ctx, *brand, id); err != nil {
+				return describe(err)
+			}
+			if asJSON {
+				return printJSON(stdout, map[string]any{"id": id, "deleted": true})
+			}
+			fmt.Fprintf(stdout, "Deleted field %d\n", id)
+			return nil
+		}
+	})
+}
+
+func runSegment(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	verb, rest, err := parseSub(args, "create", "list", "archive")
+	if err != nil {
+		return fmt.Errorf("segment: %w", err)
+	}
+	var id int64
+	if verb == "archive" {
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+			return errors.New("segment archive: want ID")
+		}
+		if id, err = strconv.ParseInt(rest[0], 10, 64); err != nil {
+			return fmt.Errorf("segment archive: bad id %q", rest[0])
+		}
+		rest = rest[1:]
+	}
+	var (
+		brand                         *int64
+		name, typ, source, crit, desc *string
+		inactive, archived, pinned    *bool
+		color                         *int64
+		ltv, aov, apf                 *float64
+	)
+	return adminCmd(ctx, "segment "+verb, rest, getenv, func(fs *flagSet) {
+		brand = fs.Int64("brand", 0, "brand id (required)")
+		if verb == "create" {
+			name = fs.String("name", "", "segment name, unique in the brand (required)")
+			typ = fs.String("type", "STANDARD", "segment type, e.g. STANDARD or 'POINT IN TIME'")
+			source = fs.String("source", "USER_DEFINED", "where the segment comes from")
+			crit = fs.String("criteria", "[]", "criteria as a JSON array of segment criteria")
+			desc = fs.String("description", "", "description")
+			inactive = fs.Bool("inactive", false, "create it inactive")
+			archived = fs.Bool("archived", false, "create it archived")
+			pinned = fs.Bool("pinned", false, "is_pinned")
+			color = fs.Int64("color", 0, "color_id")
+			ltv = fs.Float64("ltv", 0, "average lifetime value")
+			aov = fs.Float64("aov", 0, "average order value")
+			apf = fs.Float64("apf", 0, "average purchase frequency")
+		}
+	}, func(a *app.App, asJSON bool) error {
+		switch verb {
+		case "create":
+			s := &parley.Segment{BrandID: *brand, Name: *name, Type: *typ, Source: *source, Description: *desc,
+				IsActive: !*inactive, IsArchived: *archived, IsPinned: *pinned, ColorID: *color,
+				LTV: *ltv, AverageOrderValue: *aov, AveragePurchaseFrequency: *apf}
+			dec := json.NewDecoder(strings.NewReader(*crit))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&s.Criteria); err != nil {
+				return fmt.Errorf("--criteria: %w", err)
+			}
+			if err := a.Service.CreateSegment(ctx, s); err != nil {
+				return describe(err)
+			}
+			if asJSON {
+				return printJSON(stdout, s)
+			}
+			fmt.Fprintf(stdout, "Created segment %d %q\n", s.ID, s.Name)
+			return nil
+		case "list":
+			ss, err := a.Service.AllSegments(ctx, *brand)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(stdout, ss)
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tTYPE\tACTIVE\tARCHIVED")
+			for _, s := range ss {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%t\t%t\n", s.ID, s.Name, s.Type, s.IsActive, s.IsArchived)
+			}
+			return tw.Flush()
+		default:
+			if err := a.Service.ArchiveSegment(ctx, *brand, id); err != nil {
+				return describe(err)
+			}
+			if asJSON {
+				return printJSON(stdout, map[string]any{"id": id, "archived": true})
+			}
+			fmt.Fprintf(stdout, "Archived segment %d\n", id)
+			return nil
+		}
+	})
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return []string{}
+	}
+	parts := strings.Split(s, ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
+}
+
+// describe turns a domain error into a one-line CLI message.
+func describe(err error) error {
+	var pe *parley.Error
+	if errors.As(err, &pe) {
+		return errors.New(pe.Message)
+	}
+	return err
+}

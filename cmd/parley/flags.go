@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/parleyhq/parley/internal/app"
+)
+
+// newFlags returns a FlagSet that reports errors instead of exiting.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("parley "+name, flag.ContinueOnError)
+	return fs
+}
+
+// envName is the variable a flag reads its default from: --data-dir → PARLEY_DATA_DIR.
+func envName(flagName string) string {
+	return "PARLEY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// stringFlag defines a string flag whose default comes from the environment.
+func stringFlag(fs *flag.FlagSet, getenv func(string) string, name, def, help string) *string {
+	if v := getenv(envName(name)); v != "" {
+		def = v
+	}
+	return fs.String(name, def, help+" (env "+envName(name)+")")
+}
+
+// dbFlags are the flags every command that opens the database takes.
+type dbFlags struct {
+	db, dataDir, secretKey, phoneValidation *string
+}
+
+func addDBFlags(fs *flag.FlagSet, getenv func(string) string) *dbFlags {
+	return &dbFlags{
+		db:              stringFlag(fs, getenv, "db", "", "database URL: sqlite:PATH (default sqlite:<data-dir>/parley.db)"),
+		dataDir:         stringFlag(fs, getenv, "data-dir", app.DefaultDataDir, "directory for the default database, media, key file and dev credentials"),
+		secretKey:       stringFlag(fs, getenv, "secret-key", "", "server key sealing secrets at rest, 32 bytes base64 or hex (default: a key file in data-dir)"),
+		phoneValidation: stringFlag(fs, getenv, "phone-validation", "strict", "phone number check: strict or possible"),
+	}
+}
+
+func (f *dbFlags) config() app.Config {
+	return app.Config{DB: *f.db, DataDir: *f.dataDir, SecretKey: *f.secretKey, PhoneValidation: *f.phoneValidation}
+}
+
+// printJSON writes v indented, for --json output.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+// parseSub splits "brand create --name x" into the verb and its flags.
+func parseSub(args []string, verbs ...string) (string, []string, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return "", nil, fmt.Errorf("want one of: %s", strings.Join(verbs, ", "))
+	}
+	for _, v := range verbs {
+		if args[0] == v {
+			return v, args[1:], nil
+		}
+	}
+	return "", nil, fmt.Errorf("unknown %q; want one of: %s", args[0], strings.Join(verbs, ", "))
+}
+
+// flagSet is a FlagSet; the alias keeps admin command definitions short.
+type flagSet struct{ *flag.FlagSet }

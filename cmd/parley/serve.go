@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/parleyhq/parley/internal/app"
+)
+
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve")
+	dbf := addDBFlags(fs, getenv)
+	addr := stringFlag(fs, getenv, "addr", "127.0.0.1:8080", "address to listen on")
+	blobURL := stringFlag(fs, getenv, "blob", "", "media store, a gocloud.dev bucket URL (default: a directory in data-dir)")
+	maxFile := stringFlag(fs, getenv, "max-file-size", "5242880", "largest upload in bytes")
+	skew := stringFlag(fs, getenv, "clock-skew", "300s", "accepted x-date drift of signed requests")
+	logFormat := stringFlag(fs, getenv, "log-format", "", "text or json (default: text on a terminal, json otherwise)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg := dbf.config()
+	cfg.Blob = *blobURL
+	var err error
+	if cfg.MaxFileSize, err = strconv.ParseInt(*maxFile, 10, 64); err != nil || cfg.MaxFileSize < 1 {
+		return fmt.Errorf("--max-file-size: want a positive number of bytes")
+	}
+	if cfg.ClockSkew, err = time.ParseDuration(*skew); err != nil || cfg.ClockSkew <= 0 {
+		return fmt.Errorf("--clock-skew: want a positive duration such as 300s")
+	}
+	logger, err := newLogger(*logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = logger
+
+	a, err := app.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	baseURL := "http://" + displayAddr(ln.Addr())
+	if err := firstRun(ctx, a, baseURL, stdout); err != nil {
+		ln.Close()
+		return err
+	}
+	fmt.Fprintf(stdout, "Parley is serving on %s (database %s)\n", baseURL, a.Config.DB)
+
+	srv := &http.Server{
+		Handler:           a.Server.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Ctrl-C: stop accepting, let in-flight requests finish.
+	fmt.Fprintln(stdout, "Shutting down…")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// firstRun gives an empty database a demo brand and credential and saves
+// them where `parley call` finds them, so a fresh checkout works at once.
+func firstRun(ctx context.Context, a *app.App, baseURL string, stdout io.Writer) error {
+	brands, err := a.Service.ListBrands(ctx)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(a.Config.DataDir, devCredentialsFile)
+	if len(brands) > 0 {
+		if creds, err := readDevCredentials(path); err == nil {
+			// The address may have changed since the file was written.
+			creds.URL = baseURL
+			if err := writeDevCredentials(path, creds); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "Dev credentials: %s (try: go run ./cmd/parley call GET /api/v1/brand)\n", path)
+		}
+		return nil
+	}
+	b, err := a.Service.CreateBrand(ctx, "Demo Brand", "+15005550006")
+	if err != nil {
+		return err
+	}
+	c, err := a.Service.CreateCredential(ctx, b.ID)
+	if err != nil {
+		return err
+	}
+	creds := devCredentials{URL: baseURL, Username: c.Username, Secret: c.Secret, BrandID: b.ID}
+	if err := writeDevCredentials(path, creds); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, `Created demo brand %q (id %d) with credential %s.
+Saved it to %s (keep it private).
+Call the API from another terminal:
+  go run ./cmd/parley call GET /api/v1/brand
+`, b.Name, b.ID, c.Username, path)
+	return nil
+}
+
+func displayAddr(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if ok && tcp.IP.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+	}
+	return a.String()
+}
+
+func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+	if format == "" {
+		format = "json"
+		if f, ok := w.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				format = "text"
+			}
+		}
+	}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format: want text or json, not %q", format)
+}

@@ -1,0 +1,81 @@
+package parley
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. They are the `type` member of the API's error envelope, so they
+// are part of the public contract (spec "Errors", decisions D3).
+const (
+	ENotAuthenticated     = "not_authenticated"
+	EUserNotFound         = "user_not_found"
+	ENotFound             = "not_found"
+	EMethodNotAllowed     = "method_not_allowed"
+	EDuplicate            = "duplicate_record_found"
+	EIdempotencyReused    = "idempotency_key_reused"
+	EPayloadTooLarge      = "payload_too_large"
+	EUnsupportedMediaType = "unsupported_media_type"
+	EInvalidPhoneNumber   = "invalid_phone_number"
+	EInvalidPostalCode    = "invalid_postal_code"
+	EInvalidCustomData    = "invalid_custom_data"
+	EInvalidMediaItem     = "invalid_media_item"
+	EValidation           = "validation_error"
+	EInvalidRequest       = "invalid_request"
+	ERateLimited          = "rate_limited"
+	EUnavailable          = "service_unavailable"
+	EInternal             = "UNCAUGHT_ERROR"
+)
+
+// Error is an error the API reports to its caller as is. Any other error is an
+// internal failure and is reported as EInternal without its text.
+type Error struct {
+	Code    string
+	Message string
+	// Field is the JSON path of the offending member, when there is one.
+	Field string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf returns an *Error with the given code and formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldError returns a validation_error whose message names the field and the
+// rule, as D3 asks: "first_name: at most 50 characters".
+func FieldError(code, field, rule string) *Error {
+	return &Error{Code: code, Message: field + ": " + rule, Field: field}
+}
+
+// ErrorCode returns the code of err's *Error, EInternal for any other non-nil
+// error and "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EInternal
+}
+
+// ErrorMessage returns the message to show the caller: the *Error's message,
+// or a generic text that leaks nothing for any other error.
+func ErrorMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "Internal server error"
+}
+
+// UserNotFound is the error for an id that names no visible user of the brand.
+func UserNotFound(id int64) *Error {
+	return Errorf(EUserNotFound, "User with ID [%d] not found.", id)
+}

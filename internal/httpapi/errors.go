@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/signing"
+)
+
+// statusOf is the one table from error code to HTTP status (D3).
+var statusOf = map[string]int{
+	parley.ENotAuthenticated:     http.StatusUnauthorized,
+	parley.EUserNotFound:         http.StatusNotFound,
+	parley.ENotFound:             http.StatusNotFound,
+	parley.EMethodNotAllowed:     http.StatusMethodNotAllowed,
+	parley.EDuplicate:            http.StatusConflict,
+	parley.EIdempotencyReused:    http.StatusConflict,
+	parley.EPayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	parley.EUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	parley.EInvalidPhoneNumber:   http.StatusUnprocessableEntity,
+	parley.EInvalidPostalCode:    http.StatusUnprocessableEntity,
+	parley.EInvalidCustomData:    http.StatusUnprocessableEntity,
+	parley.EInvalidMediaItem:     http.StatusUnprocessableEntity,
+	parley.EValidation:           http.StatusUnprocessableEntity,
+	parley.EInvalidRequest:       http.StatusBadRequest,
+	parley.ERateLimited:          http.StatusTooManyRequests,
+	parley.EUnavailable:          http.StatusServiceUnavailable,
+	parley.EInternal:             http.StatusInternalServerError,
+}
+
+// errorBody is the envelope of every error (spec "Errors").
+type errorBody struct {
+	Detail errorDetail `json:"detail"`
+}
+
+type errorDetail struct {
+	Type  string `json:"type"`
+	Msg   string `json:"msg"`
+	Field string `json:"field,omitempty"`
+}
+
+// writeError answers err in the envelope. Only internal errors are logged
+// here, with the request id, since their text never reaches the caller.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var se *signing.Error
+	if errors.As(err, &se) {
+		err = &parley.Error{Code: parley.ENotAuthenticated, Message: se.Error()}
+	}
+	code := parley.ErrorCode(err)
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	var field string
+	var pe *parley.Error
+	if errors.As(err, &pe) {
+		field = pe.Field
+	}
+	if code == parley.EInternal {
+		s.logger.LogAttrs(r.Context(), slog.LevelError, "internal error",
+			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
+	}
+	writeJSON(w, status, errorBody{Detail: errorDetail{Type: code, Msg: parley.ErrorMessage(err), Field: field}})
+}
+
+// writeJSON encodes v as the response body.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"detail":{"type":"UNCAUGHT_ERROR","msg":"Internal server error"}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(b)
+}

@@ -1,0 +1,233 @@
+package httpapi
+
+import (
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/parleyhq/parley"
+)
+
+// Members of the API that a body may not carry, with the reason (D4).
+var (
+	updateNotAllowed = map[string]string{
+		"phone_number": "not allowed on update",
+		"channel":      "not allowed on update",
+	}
+)
+
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request, req *request) error {
+	var in parley.UserCreate
+	if err := decodeJSON(req.body, &in, nil); err != nil {
+		return err
+	}
+	u, err := s.Users.CreateUser(r.Context(), req.brandID, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, u)
+	return nil
+}
+
+func (s *Server) getUser(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "user_id")
+	if err != nil {
+		return err
+	}
+	u, err := s.Users.FindUserByID(r.Context(), req.brandID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, u)
+	return nil
+}
+
+func (s *Server) findUserByPhone(w http.ResponseWriter, r *http.Request, req *request) error {
+	q := r.URL.Query()
+	if !q.Has("phone_number") || q.Get("phone_number") == "" {
+		return parley.FieldError(parley.EValidation, "phone_number", "required query parameter")
+	}
+	phone := q.Get("phone_number")
+	// An unencoded "+" arrives as a space (D5).
+	if strings.HasPrefix(phone, " ") {
+		phone = "+" + phone[1:]
+	}
+	u, err := s.Users.FindUserByPhone(r.Context(), req.brandID, phone)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, u)
+	return nil
+}
+
+func (s *Server) updateUser(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "user_id")
+	if err != nil {
+		return err
+	}
+	var in parley.UserUpdate
+	if err := decodeJSON(req.body, &in, updateNotAllowed); err != nil {
+		return err
+	}
+	u, err := s.Users.UpdateUser(r.Context(), req.brandID, id, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, u)
+	return nil
+}
+
+func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "user_id")
+	if err != nil {
+		return err
+	}
+	u, err := s.Users.DeleteUser(r.Context(), req.brandID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, u)
+	return nil
+}
+
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, req *request) error {
+	var in parley.MessageCreate
+	if err := decodeJSON(req.body, &in, nil); err != nil {
+		return err
+	}
+	m, err := s.Messages.SendMessage(r.Context(), req.brandID, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, m)
+	return nil
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "message_id")
+	if err != nil {
+		return err
+	}
+	m, err := s.Messages.FindMessageByID(r.Context(), req.brandID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+// listPage is the shape of every list extension (D8).
+type listPage[T any] struct {
+	Data       []T     `json:"data"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, req *request) error {
+	q := r.URL.Query()
+	var f parley.MessageFilter
+	var err error
+	if v := q.Get("user_id"); v != "" {
+		if f.UserID, err = strconv.ParseInt(v, 10, 64); err != nil || f.UserID < 1 {
+			return parley.FieldError(parley.EValidation, "user_id", "must be an integer ≥ 1")
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 1 {
+			return parley.FieldError(parley.EValidation, "limit", "must be an integer between 1 and 100")
+		}
+	}
+	f.Cursor = q.Get("cursor")
+	msgs, next, err := s.Messages.ListMessages(r.Context(), req.brandID, f)
+	if err != nil {
+		return err
+	}
+	page := listPage[*parley.Message]{Data: msgs}
+	if next != "" {
+		page.NextCursor = &next
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, req *request) error {
+	_, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if params["boundary"] == "" {
+		return badRequest("Content-Type must be multipart/form-data with a boundary")
+	}
+	mr := multipart.NewReader(req.upload, params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			return parley.FieldError(parley.EValidation, "file", "required: a multipart part named file")
+		}
+		if err != nil {
+			return badRequest("malformed multipart body: " + err.Error())
+		}
+		if part.FormName() != "file" {
+			part.Close()
+			continue
+		}
+		f, err := s.Files.UploadFile(r.Context(), req.brandID, part.FileName(), part)
+		part.Close()
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusCreated, f)
+		return nil
+	}
+}
+
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request, req *request) error {
+	f, err := s.Files.FindFileByID(r.Context(), req.brandID, r.PathValue("file_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, f)
+	return nil
+}
+
+// media serves a file's content to whoever holds a signed link (D9).
+func (s *Server) media(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f, rc, err := s.Media.OpenMedia(r.Context(), q.Get("brand"), r.PathValue("file_id"), q.Get("expires"), q.Get("sig"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer rc.Close()
+	h := w.Header()
+	h.Set("Content-Type", f.MimeType)
+	h.Set("Content-Length", strconv.FormatInt(f.Size, 10))
+	h.Set("Cache-Control", "private, max-age=300")
+	io.Copy(w, rc)
+}
+
+func (s *Server) listSegments(w http.ResponseWriter, r *http.Request, req *request) error {
+	segs, err := s.Brands.ListSegments(r.Context(), req.brandID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, segs)
+	return nil
+}
+
+func (s *Server) listCustomFields(w http.ResponseWriter, r *http.Request, req *request) error {
+	fields, err := s.Brands.ListCustomFields(r.Context(), req.brandID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, fields)
+	return nil
+}
+
+func (s *Server) getBrand(w http.ResponseWriter, r *http.Request, req *request) error {
+	b, err := s.Brands.FindBrand(r.Context(), req.brandID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}

@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/parleyhq/parley"
+)
+
+// route is one endpoint. The table is the whole API in one place; the
+// OpenAPI test checks the document against it.
+type route struct {
+	method, path string
+	handler      http.Handler
+}
+
+func (s *Server) routeTable() []route {
+	const v1 = "/api/v1"
+	r := []route{
+		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
+		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
+		{"GET", "/media/{file_id}", http.HandlerFunc(s.media)},
+		{"GET", v1 + "/openapi.json", http.HandlerFunc(serveOpenAPI)},
+
+		{"POST", v1 + "/users", s.authed(jsonBody, s.createUser)},
+		{"GET", v1 + "/users", s.authed(noBody, s.findUserByPhone)},
+		{"GET", v1 + "/users/{user_id}", s.authed(noBody, s.getUser)},
+		{"POST", v1 + "/users/{user_id}", s.authed(jsonBody, s.updateUser)},
+		{"DELETE", v1 + "/users/{user_id}", s.authed(noBody, s.deleteUser)},
+
+		{"POST", v1 + "/messages", s.authed(jsonBody, s.sendMessage)},
+		{"GET", v1 + "/messages", s.authed(noBody, s.listMessages)},
+		{"GET", v1 + "/messages/{message_id}", s.authed(noBody, s.getMessage)},
+
+		{"POST", v1 + "/files", s.authed(multipartBody, s.uploadFile)},
+		{"GET", v1 + "/files/{file_id}", s.authed(noBody, s.getFile)},
+
+		{"GET", v1 + "/segments", s.authed(noBody, s.listSegments)},
+		{"GET", v1 + "/custom_data", s.authed(noBody, s.listCustomFields)},
+		{"GET", v1 + "/brand", s.authed(noBody, s.getBrand)},
+	}
+	if s.Metrics != nil {
+		r = append(r, route{"GET", "/metrics", s.Metrics})
+	}
+	return r
+}
+
+// routes registers every route, a 405 with Allow for a known path with
+// another method, and a 404 for everything else, all in the envelope (D1).
+func (s *Server) routes(mux *http.ServeMux) {
+	allow := map[string][]string{}
+	var paths []string
+	for _, rt := range s.routeTable() {
+		mux.Handle(rt.method+" "+rt.path, rt.handler)
+		if _, ok := allow[rt.path]; !ok {
+			paths = append(paths, rt.path)
+		}
+		allow[rt.path] = append(allow[rt.path], rt.method)
+		if rt.method == "GET" {
+			allow[rt.path] = append(allow[rt.path], "HEAD")
+		}
+	}
+	for _, p := range paths {
+		methods := allow[p]
+		slices.Sort(methods)
+		header := strings.Join(methods, ", ")
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", header)
+			s.writeError(w, r, parley.Errorf(parley.EMethodNotAllowed, "Method %s not allowed; allowed: %s.", r.Method, header))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, parley.Errorf(parley.ENotFound, "No route for %s.", r.URL.Path))
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.DB.Ping(r.Context()); err != nil {
+		s.writeError(w, r, parley.Errorf(parley.EUnavailable, "Database unreachable."))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

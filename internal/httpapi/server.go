@@ -1,0 +1,83 @@
+// Package httpapi serves Parley's HTTP API: routing, request signing checks,
+// decoding, encoding and the one error-to-status table. It knows the
+// services only through the interfaces of package parley.
+package httpapi
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/signing"
+)
+
+// DefaultMaxJSONBody is the largest JSON body accepted (D4).
+const DefaultMaxJSONBody = 1 << 20
+
+// MediaOpener serves signed media links (D9).
+type MediaOpener interface {
+	OpenMedia(ctx context.Context, brand, id, expires, sig string) (*parley.File, io.ReadCloser, error)
+}
+
+// Pinger reports whether the database answers, for /readyz.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Config are the dependencies and settings of a Server.
+type Config struct {
+	Users       parley.UserService
+	Messages    parley.MessageService
+	Files       parley.FileService
+	Brands      parley.BrandService
+	Credentials parley.CredentialSource
+	Media       MediaOpener
+	DB          Pinger
+	Logger      *slog.Logger
+	// Metrics serves /metrics; nil leaves the route out.
+	Metrics http.Handler
+
+	// ClockSkew is the accepted x-date drift (D2); 0 means 300 s.
+	ClockSkew time.Duration
+	// Now is the clock for signature checks; nil means time.Now.
+	Now func() time.Time
+	// MaxJSONBody bounds JSON bodies; 0 means 1 MiB.
+	MaxJSONBody int64
+	// MaxUploadBody bounds a whole multipart upload body; 0 means 6 MiB.
+	MaxUploadBody int64
+	// TempDir holds upload bodies while their digest is checked; "" means os.TempDir.
+	TempDir string
+}
+
+// Server is the HTTP API.
+type Server struct {
+	Config
+	logger   *slog.Logger
+	verifier signing.Verifier
+	handler  http.Handler
+}
+
+// New returns a Server; Handler gives its http.Handler.
+func New(cfg Config) *Server {
+	s := &Server{Config: cfg, logger: cfg.Logger}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.MaxJSONBody == 0 {
+		s.MaxJSONBody = DefaultMaxJSONBody
+	}
+	if s.MaxUploadBody == 0 {
+		s.MaxUploadBody = 6 << 20
+	}
+	s.verifier = signing.Verifier{Skew: cfg.ClockSkew, Now: cfg.Now}
+	mux := http.NewServeMux()
+	s.routes(mux)
+	s.handler = s.withRequestLog(s.withRecover(mux))
+	return s
+}
+
+// Handler returns the server's root handler.
+func (s *Server) Handler() http.Handler { return s.handler }

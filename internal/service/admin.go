@@ -1,0 +1,194 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/signing"
+)
+
+type cachedCredential struct {
+	brandID int64
+	secret  []byte
+	expires time.Time
+}
+
+// CredentialSecret implements parley.CredentialSource. Credentials are
+// cached for CredentialTTL so that verifying a request costs no query.
+func (s *Service) CredentialSecret(ctx context.Context, username string) (int64, []byte, error) {
+	now := time.Now()
+	s.credMu.RLock()
+	c, ok := s.creds[username]
+	s.credMu.RUnlock()
+	if ok && now.Before(c.expires) {
+		return c.brandID, c.secret, nil
+	}
+	rec, err := s.db.FindCredential(ctx, username)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.RevokedAt != nil) {
+		s.credMu.Lock()
+		delete(s.creds, username)
+		s.credMu.Unlock()
+		return 0, nil, parley.Errorf(parley.ENotAuthenticated, "HMAC signature verification failed")
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	secret, err := s.box.Open(rec.SealedSecret, []byte(rec.Username))
+	if err != nil {
+		return 0, nil, err
+	}
+	s.credMu.Lock()
+	s.creds[username] = cachedCredential{brandID: rec.BrandID, secret: secret, expires: now.Add(s.CredentialTTL)}
+	s.credMu.Unlock()
+	return rec.BrandID, secret, nil
+}
+
+// CreateBrand creates a brand; its phone number must be valid E.164.
+func (s *Service) CreateBrand(ctx context.Context, name, phoneNumber string) (*parley.Brand, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return nil, invalid("name", "required")
+	}
+	e164, err := s.normalizePhone(phoneNumber)
+	if err != nil {
+		return nil, err
+	}
+	b := &parley.Brand{Name: name, PhoneNumber: e164}
+	if err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.CreateBrand(ctx, b) }); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// ListBrands returns every brand.
+func (s *Service) ListBrands(ctx context.Context) ([]*parley.Brand, error) { return s.db.ListBrands(ctx) }
+
+// CreateCredential issues a credential for the brand. The returned Secret
+// is the only time the secret is shown; it is stored sealed (D2).
+func (s *Service) CreateCredential(ctx context.Context, brandID int64) (*parley.Credential, error) {
+	if _, err := s.FindBrand(ctx, brandID); err != nil {
+		return nil, err
+	}
+	var name [8]byte
+	rand.Read(name[:])
+	c := &parley.Credential{
+		Username: "pk_" + hex.EncodeToString(name[:]),
+		BrandID:  brandID,
+		Secret:   signing.NewSecret(),
+	}
+	rec := &store.CredentialRecord{
+		Username:     c.Username,
+		BrandID:      brandID,
+		SealedSecret: s.box.Seal([]byte(c.Secret), []byte(c.Username)),
+	}
+	if err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.CreateCredential(ctx, rec) }); err != nil {
+		return nil, err
+	}
+	c.CreatedAt = rec.CreatedAt
+	return c, nil
+}
+
+// ListCredentials returns the brand's credentials without their secrets.
+func (s *Service) ListCredentials(ctx context.Context, brandID int64) ([]*parley.Credential, error) {
+	recs, err := s.db.ListCredentials(ctx, brandID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*parley.Credential, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, &parley.Credential{Username: r.Username, BrandID: r.BrandID,
+			CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt, LastUsedAt: r.LastUsedAt})
+	}
+	return out, nil
+}
+
+// RevokeCredential stops a credential from signing requests, on this node
+// at once and on others within CredentialTTL.
+func (s *Service) RevokeCredential(ctx context.Context, username string) error {
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.RevokeCredential(ctx, username) })
+	if errors.Is(err, store.ErrNotFound) {
+		return parley.Errorf(parley.ENotFound, "No active credential [%s].", username)
+	}
+	if err != nil {
+		return err
+	}
+	s.credMu.Lock()
+	delete(s.creds, username)
+	s.credMu.Unlock()
+	return nil
+}
+
+// CreateCustomField configures a custom data field for the brand.
+func (s *Service) CreateCustomField(ctx context.Context, f *parley.CustomField) error {
+	if _, err := s.FindBrand(ctx, f.BrandID); err != nil {
+		return err
+	}
+	key := parley.CustomDataKey(f.FieldName)
+	if key == "" {
+		return invalid("field_name", "must contain a letter or digit")
+	}
+	if f.CustomDataType < parley.CustomInteger || f.CustomDataType > parley.CustomDate {
+		return invalid("custom_data_type", "must be 1–6")
+	}
+	if f.Subtype != 0 && (f.CustomDataType != parley.CustomList || f.Subtype < parley.CustomInteger ||
+		f.Subtype > parley.CustomDate || f.Subtype == parley.CustomList) {
+		return invalid("subtype", "only a LIST field has a subtype, and it is a scalar type 1–3, 5 or 6")
+	}
+	if f.IsAppend && f.CustomDataType != parley.CustomList {
+		return invalid("is_append", "only a LIST field appends")
+	}
+	return s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.CreateCustomField(ctx, f, key) })
+}
+
+// DeleteCustomField removes a field; users keep values already stored.
+func (s *Service) DeleteCustomField(ctx context.Context, brandID, id int64) error {
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.DeleteCustomField(ctx, brandID, id) })
+	if errors.Is(err, store.ErrNotFound) {
+		return parley.Errorf(parley.ENotFound, "Custom data field [%d] not found.", id)
+	}
+	return err
+}
+
+// CreateSegment configures a segment for the brand.
+func (s *Service) CreateSegment(ctx context.Context, seg *parley.Segment) error {
+	if _, err := s.FindBrand(ctx, seg.BrandID); err != nil {
+		return err
+	}
+	if strings.TrimSpace(seg.Name) == "" {
+		return invalid("name", "required")
+	}
+	for i, c := range seg.Criteria {
+		n := 0
+		for _, set := range []bool{c.StrFieldValue != nil, c.BoolFieldValue != nil, c.IntFieldValue != nil,
+			c.FloatFieldValue != nil, c.DateFieldValue != nil} {
+			if set {
+				n++
+			}
+		}
+		if n > 1 {
+			return invalid("criteria", "criterion "+strconv.Itoa(i)+" sets more than one *_field_value")
+		}
+	}
+	return s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.CreateSegment(ctx, seg) })
+}
+
+// AllSegments returns every segment of the brand, archived and inactive too.
+func (s *Service) AllSegments(ctx context.Context, brandID int64) ([]*parley.Segment, error) {
+	return s.db.ListSegments(ctx, brandID, false)
+}
+
+// ArchiveSegment hides a segment from GET /segments.
+func (s *Service) ArchiveSegment(ctx context.Context, brandID, id int64) error {
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.ArchiveSegment(ctx, brandID, id) })
+	if errors.Is(err, store.ErrNotFound) {
+		return parley.Errorf(parley.ENotFound, "Segment [%d] not found.", id)
+	}
+	return err
+}

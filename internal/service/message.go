@@ -1,0 +1,199 @@
+package service
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Page sizes of GET /messages (D8).
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 100
+)
+
+var messageTypes = []string{parley.TypeConversational, parley.TypeMarketing, parley.TypeTransactional}
+
+// SendMessage implements parley.MessageService.
+func (s *Service) SendMessage(ctx context.Context, brandID int64, in parley.MessageCreate) (*parley.Message, error) {
+	m, err := validateMessage(in)
+	if err != nil {
+		return nil, err
+	}
+	m.BrandID = brandID
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.FindUserByID(ctx, brandID, m.UserID); errors.Is(err, store.ErrNotFound) {
+			return parley.UserNotFound(m.UserID)
+		} else if err != nil {
+			return err
+		}
+		if err := checkMedia(ctx, tx, brandID, m.MediaItemUUIDs); err != nil {
+			return err
+		}
+		m.DateCreated = parley.Time{Time: tx.Now()}
+		if err := tx.InsertMessage(ctx, m); err != nil {
+			return err
+		}
+		return s.queue.EnqueueDelivery(ctx, tx.SQL(), brandID, m.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// validateMessage applies the body rules of D8 that need no database.
+func validateMessage(in parley.MessageCreate) (*parley.Message, error) {
+	m := &parley.Message{
+		Direction:      parley.DirectionOutbound,
+		Status:         parley.StatusQueued,
+		Type:           parley.TypeConversational,
+		MediaItemUUIDs: []string{},
+	}
+	if !in.UserID.Valid {
+		return nil, invalid("user_id", "required")
+	}
+	if in.UserID.Value < 1 {
+		return nil, invalid("user_id", "must be an integer ≥ 1")
+	}
+	m.UserID = in.UserID.Value
+	if in.Body.Set {
+		if !in.Body.Valid {
+			return nil, invalid("body", "must be a string, not null")
+		}
+		if utf8.RuneCountInString(in.Body.Value) > parley.MaxMessageBody {
+			return nil, invalid("body", "at most "+strconv.Itoa(parley.MaxMessageBody)+" characters")
+		}
+		m.Body = in.Body.Value
+	}
+	if in.MediaItemUUIDs.Set {
+		if !in.MediaItemUUIDs.Valid {
+			return nil, invalid("media_item_uuids", "must be an array, not null")
+		}
+		if len(in.MediaItemUUIDs.Value) > parley.MaxMediaItems {
+			return nil, invalid("media_item_uuids", "at most "+strconv.Itoa(parley.MaxMediaItems)+" items")
+		}
+		m.MediaItemUUIDs = in.MediaItemUUIDs.Value
+	}
+	if in.Type.Set {
+		t, ok := oneOf(in.Type, messageTypes)
+		if !ok {
+			return nil, invalid("type", "must be one of "+strings.Join(messageTypes, ", "))
+		}
+		m.Type = t
+	}
+	if m.Body == "" && len(m.MediaItemUUIDs) == 0 {
+		return nil, invalid("body", "required when there are no media items")
+	}
+	return m, nil
+}
+
+// oneOf matches a present, non-null value case-insensitively against allowed
+// and returns the canonical spelling.
+func oneOf(o parley.Optional[string], allowed []string) (string, bool) {
+	if !o.Valid {
+		return "", false
+	}
+	for _, a := range allowed {
+		if strings.EqualFold(o.Value, a) {
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// checkMedia insists that every id names a file of the brand (D8).
+func checkMedia(ctx context.Context, tx *store.Tx, brandID int64, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	for i, id := range ids {
+		if u, err := uuid.Parse(id); err != nil || u.String() != id {
+			return mediaErr(i, id)
+		}
+	}
+	found, err := tx.ExistingFiles(ctx, brandID, ids)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if !found[id] {
+			return mediaErr(i, id)
+		}
+	}
+	return nil
+}
+
+func mediaErr(i int, id string) *parley.Error {
+	field := "media_item_uuids[" + strconv.Itoa(i) + "]"
+	return &parley.Error{
+		Code:    parley.EInvalidMediaItem,
+		Message: field + ": [" + id + "] is not a file uploaded by this brand",
+		Field:   field,
+	}
+}
+
+// FindMessageByID implements parley.MessageService.
+func (s *Service) FindMessageByID(ctx context.Context, brandID, id int64) (*parley.Message, error) {
+	m, err := s.db.FindMessage(ctx, brandID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, parley.Errorf(parley.ENotFound, "Message with ID [%d] not found.", id)
+	}
+	return m, err
+}
+
+// ListMessages implements parley.MessageService. The cursor is opaque to
+// callers; it encodes the last id of the page.
+func (s *Service) ListMessages(ctx context.Context, brandID int64, f parley.MessageFilter) ([]*parley.Message, string, error) {
+	if f.Limit == 0 {
+		f.Limit = DefaultPageSize
+	}
+	if f.Limit < 1 || f.Limit > MaxPageSize {
+		return nil, "", invalid("limit", "must be between 1 and "+strconv.Itoa(MaxPageSize))
+	}
+	if f.UserID < 0 {
+		return nil, "", invalid("user_id", "must be an integer ≥ 1")
+	}
+	var before int64
+	if f.Cursor != "" {
+		var ok bool
+		if before, ok = decodeCursor(f.Cursor); !ok {
+			return nil, "", invalid("cursor", "is not a cursor this API returned")
+		}
+	}
+	msgs, err := s.db.ListMessages(ctx, brandID, f.UserID, before, f.Limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(msgs) > f.Limit {
+		msgs = msgs[:f.Limit]
+		next = encodeCursor(msgs[len(msgs)-1].ID)
+	}
+	return msgs, next, nil
+}
+
+func encodeCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("m:" + strconv.FormatInt(id, 10)))
+}
+
+func decodeCursor(c string) (int64, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(string(b), "m:")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	return id, err == nil && id > 0
+}

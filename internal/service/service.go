@@ -1,0 +1,89 @@
+// Package service holds Parley's business rules: validation, custom_data
+// typing, brand scoping, and "persist + enqueue" in one transaction. It
+// implements the service interfaces of package parley on top of the store.
+package service
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"time"
+
+	"gocloud.dev/blob"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/phone"
+	"github.com/parleyhq/parley/internal/secretbox"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Enqueuer puts a message's delivery job in the same transaction as the message.
+type Enqueuer interface {
+	EnqueueDelivery(ctx context.Context, tx *sql.Tx, brandID, messageID int64) error
+}
+
+// DefaultMaxFileSize is the upload limit (D9).
+const DefaultMaxFileSize = 5 << 20
+
+// Service implements parley.UserService, MessageService, FileService,
+// BrandService and CredentialSource.
+type Service struct {
+	db    *store.DB
+	queue Enqueuer
+	blob  *blob.Bucket
+	box   *secretbox.Box
+	// mediaKey signs media links (D9); derived from the server key.
+	mediaKey []byte
+
+	// PhoneMode is how strictly phone numbers are checked (D5).
+	PhoneMode phone.Mode
+	// MaxFileSize bounds uploads in bytes (D9).
+	MaxFileSize int64
+	// CredentialTTL is how long a credential stays cached in memory; a
+	// revocation takes at most this long to reach every node.
+	CredentialTTL time.Duration
+
+	credMu sync.RWMutex
+	creds  map[string]cachedCredential
+}
+
+// New returns a Service on db, queue, the media bucket, the box that seals
+// credential secrets, and the key that signs media links.
+func New(db *store.DB, queue Enqueuer, bucket *blob.Bucket, box *secretbox.Box, mediaKey []byte) *Service {
+	return &Service{
+		db: db, queue: queue, blob: bucket, box: box,
+		mediaKey:      mediaKey,
+		PhoneMode:     phone.Strict,
+		MaxFileSize:   DefaultMaxFileSize,
+		CredentialTTL: 10 * time.Second,
+		creds:         make(map[string]cachedCredential),
+	}
+}
+
+var (
+	_ parley.UserService      = (*Service)(nil)
+	_ parley.MessageService   = (*Service)(nil)
+	_ parley.FileService      = (*Service)(nil)
+	_ parley.BrandService     = (*Service)(nil)
+	_ parley.CredentialSource = (*Service)(nil)
+)
+
+// FindBrand implements parley.BrandService.
+func (s *Service) FindBrand(ctx context.Context, brandID int64) (*parley.Brand, error) {
+	b, err := s.db.FindBrand(ctx, brandID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, parley.Errorf(parley.ENotFound, "Brand not found.")
+	}
+	return b, err
+}
+
+// ListSegments implements parley.BrandService.
+func (s *Service) ListSegments(ctx context.Context, brandID int64) ([]*parley.Segment, error) {
+	return s.db.ListSegments(ctx, brandID, true)
+}
+
+// ListCustomFields implements parley.BrandService.
+func (s *Service) ListCustomFields(ctx context.Context, brandID int64) ([]*parley.CustomField, error) {
+	return s.db.ListCustomFields(ctx, brandID)
+}

@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+
+	"fmt"
+
+	"github.com/parleyhq/parley"
+)
+
+const fieldColumns = `id, brand_id, field_name, custom_data_type, description, subtype, available_enum_values,
+	include_in_ai_prompt, include_user_answers, is_append, is_auto_collected, extraction_prompt,
+	is_emphasize_current, is_emphasize_personal`
+
+// CreateCustomField stores f under its custom_data key and sets its ID. A
+// field whose key the brand already has answers EDuplicate.
+func (tx *Tx) CreateCustomField(ctx context.Context, f *parley.CustomField, key string) error {
+	enum, err := json.Marshal(nonNil(f.AvailableEnumValues))
+	if err != nil {
+		return err
+	}
+	row, err := tx.queryRow(ctx, `INSERT INTO custom_fields (brand_id, field_name, field_key, custom_data_type,
+	description, subtype, available_enum_values, include_in_ai_prompt, include_user_answers, is_append,
+	is_auto_collected, extraction_prompt, is_emphasize_current, is_emphasize_personal)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		f.BrandID, f.FieldName, key, f.CustomDataType, f.Description, f.Subtype, string(enum),
+		f.IncludeInAIPrompt, f.IncludeUserAnswers, f.IsAppend, f.IsAutoCollected, f.ExtractionPrompt,
+		f.IsEmphasizeCurrent, f.IsEmphasizePersonal)
+	if err != nil {
+		return err
+	}
+	if err := row.Scan(&f.ID); err != nil {
+		if isUniqueViolation(err) {
+			return parley.Errorf(parley.EDuplicate, "Duplicate entry for '%s'", key)
+		}
+		return fmt.Errorf("store: insert custom field: %w", err)
+	}
+	return nil
+}
+
+// ListCustomFields returns the brand's custom data fields, ordered by id.
+func (db *DB) ListCustomFields(ctx context.Context, brandID int64) ([]*parley.CustomField, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT `+fieldColumns+` FROM custom_fields WHERE brand_id = ? ORDER BY id`, brandID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list custom fields: %w", err)
+	}
+	defer rows.Close()
+	out := []*parley.CustomField{}
+	for rows.Next() {
+		var f parley.CustomField
+		var enum string
+		if err := rows.Scan(&f.ID, &f.BrandID, &f.FieldName, &f.CustomDataType, &f.Description, &f.Subtype, &enum,
+			&f.IncludeInAIPrompt, &f.IncludeUserAnswers, &f.IsAppend, &f.IsAutoCollected, &f.ExtractionPrompt,
+			&f.IsEmphasizeCurrent, &f.IsEmphasizePersonal); err != nil {
+			return nil, fmt.Errorf("store: scan custom field: %w", err)
+		}
+		if err := json.Unmarshal([]byte(enum), &f.AvailableEnumValues); err != nil {
+			return nil, fmt.Errorf("store: custom field %d enum: %w", f.ID, err)
+		}
+		out = append(out, &f)
+	}
+	return out, rows.Err()
+}
+
+// DeleteCustomField removes a field of the brand; ErrNotFound when absent.
+func (tx *Tx) DeleteCustomField(ctx context.Context, brandID, id int64) error {
+	res, err := tx.exec(ctx, `DELETE FROM custom_fields WHERE brand_id = ? AND id = ?`, brandID, id)
+	if err != nil {
+		return fmt.Errorf("store: delete custom field: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+const segmentColumns = `id, brand_id, name, source, type, is_active, is_archived, criteria, description,
+	is_pinned, color_id, ltv, average_order_value, average_purchase_frequency, date_created, date_last_updated`
+
+// CreateSegment stores s and sets its ID; a name the brand already uses
+// answers EDuplicate.
+func (tx *Tx) CreateSegment(ctx context.Context, s *parley.Segment) error {
+	crit, err := json.Marshal(nonNil(s.Criteria))
+	if err != nil {
+		return err
+	}
+	s.DateCreated = parley.Time{Time: tx.now}
+	s.DateLastUpdated = s.DateCreated
+	row, err := tx.queryRow(ctx, `INSERT INTO segments (brand_id, name, source, type, is_active, is_archived,
+	criteria, description, is_pinned, color_id, ltv, average_order_value, average_purchase_frequency,
+	date_created, date_last_updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		s.BrandID, s.Name, s.Source, s.Type, s.IsActive, s.IsArchived, string(crit), s.Description,
+		s.IsPinned, s.ColorID, s.LTV, s.AverageOrderValue, s.AveragePurchaseFrequency,
+		micros(tx.now), micros(tx.now))
+	if err != nil {
+		return err
+	}
+	if err := row.Scan(&s.ID); err != nil {
+		if isUniqueViolation(err) {
+			return parley.Errorf(parley.EDuplicate, "Duplicate entry for '%s'", s.Name)
+		}
+		return fmt.Errorf("store: insert segment: %w", err)
+	}
+	return nil
+}
+
+// ListSegments returns the brand's segments ordered by id; with visibleOnly,
+// only the active, non-archived ones (D10).
+func (db *DB) ListSegments(ctx context.Context, brandID int64, visibleOnly bool) ([]*parley.Segment, error) {
+	q := `SELECT ` + segmentColumns + ` FROM segments WHERE brand_id = ?`
+	if visibleOnly {
+		q += ` AND is_active = ? AND is_archived = ?`
+	}
+	args := []any{brandID}
+	if visibleOnly {
+		args = append(args, true, false)
+	}
+	rows, err := db.read.QueryContext(ctx, q+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list segments: %w", err)
+	}
+	defer rows.Close()
+	out := []*parley.Segment{}
+	for rows.Next() {
+		var s parley.Segment
+		var crit string
+		var created, updated int64
+		if err := rows.Scan(&s.ID, &s.BrandID, &s.Name, &s.Source, &s.Type, &s.IsActive, &s.IsArchived, &crit,
+			&s.Description, &s.IsPinned, &s.ColorID, &s.LTV, &s.AverageOrderValue, &s.AveragePurchaseFrequency,
+			&created, &updated); err != nil {
+			return nil, fmt.Errorf("store: scan segment: %w", err)
+		}
+		if err := json.Unmarshal([]byte(crit), &s.Criteria); err != nil {
+			return nil, fmt.Errorf("store: segment %d criteria: %w", s.ID, err)
+		}
+		s.DateCreated = parley.Time{Time: fromMicros(created)}
+		s.DateLastUpdated = parley.Time{Time: fromMicros(updated)}
+		out = append(out, &s)
+	}
+	return out, rows.Err()
+}
+
+// ArchiveSegment archives a segment of the brand; ErrNotFound when absent.
+func (tx *Tx) ArchiveSegment(ctx context.Context, brandID, id int64) error {
+	res, err := tx.exec(ctx, `UPDATE segments SET is_archived = ?, date_last_updated = ? WHERE brand_id = ? AND id = ?`,
+		true, micros(tx.now), brandID, id)
+	if err != nil {
+		return fmt.Errorf("store: archive segment: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// nonNil turns a nil slice into an empty one, so it encodes as [] (D10).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/parleyhq/parley"
+)
+
+// InsertFile records an uploaded file.
+func (tx *Tx) InsertFile(ctx context.Context, f *parley.File, blobKey string) error {
+	_, err := tx.exec(ctx, `INSERT INTO files (id, brand_id, file_name, mime_type, size, blob_key, uploaded_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?)`, f.ID, f.BrandID, f.FileName, f.MimeType, f.Size, blobKey, micros(f.UploadedAt.Time))
+	if err != nil {
+		return fmt.Errorf("store: insert file: %w", err)
+	}
+	return nil
+}
+
+// FindFile returns a file of the brand and its blob key, or ErrNotFound.
+func (db *DB) FindFile(ctx context.Context, brandID int64, id string) (*parley.File, string, error) {
+	row, err := db.queryRow(ctx, `SELECT id, brand_id, file_name, mime_type, size, blob_key, uploaded_at
+	FROM files WHERE brand_id = ? AND id = ?`, brandID, id)
+	if err != nil {
+		return nil, "", err
+	}
+	var f parley.File
+	var key string
+	var at int64
+	if err := row.Scan(&f.ID, &f.BrandID, &f.FileName, &f.MimeType, &f.Size, &key, &at); errors.Is(err, sql.ErrNoRows) {
+		return nil, "", ErrNotFound
+	} else if err != nil {
+		return nil, "", fmt.Errorf("store: find file: %w", err)
+	}
+	f.UploadedAt = parley.Time{Time: fromMicros(at)}
+	return &f, key, nil
+}
+
+// ExistingFiles returns which of ids are files of the brand.
+func (tx *Tx) ExistingFiles(ctx context.Context, brandID int64, ids []string) (map[string]bool, error) {
+	found := make(map[string]bool, len(ids))
+	if len(ids) == 0 {
+		return found, nil
+	}
+	q := `SELECT id FROM files WHERE brand_id = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, brandID)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := tx.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: find files: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: find files: %w", err)
+		}
+		found[id] = true
+	}
+	return found, rows.Err()
+}
+
+const messageColumns = `id, brand_id, user_id, direction, status, body, media_item_uuids, type,
+	error_code, error_message, date_created, date_sent, date_delivered`
+
+const qInsertMessage = `INSERT INTO messages (brand_id, user_id, direction, status, body,
+	media_item_uuids, type, error_code, error_message, date_created, date_sent, date_delivered)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+
+// InsertMessage stores m and sets its ID.
+func (tx *Tx) InsertMessage(ctx context.Context, m *parley.Message) error {
+	media, err := json.Marshal(nonNil(m.MediaItemUUIDs))
+	if err != nil {
+		return err
+	}
+	row, err := tx.queryRow(ctx, qInsertMessage,
+		m.BrandID, m.UserID, m.Direction, m.Status, m.Body, string(media), m.Type,
+		toNullString(m.ErrorCode), toNullString(m.ErrorMessage), micros(m.DateCreated.Time),
+		toNullTime(m.DateSent), toNullTime(m.DateDelivered))
+	if err != nil {
+		return err
+	}
+	if err := row.Scan(&m.ID); err != nil {
+		return fmt.Errorf("store: insert message: %w", err)
+	}
+	return nil
+}
+
+// FindMessage returns a message of the brand, or ErrNotFound.
+func (db *DB) FindMessage(ctx context.Context, brandID, id int64) (*parley.Message, error) {
+	row, err := db.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE brand_id = ? AND id = ?`, brandID, id)
+	if err != nil {
+		return nil, err
+	}
+	m, err := scanMessage(row.Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return m, err
+}
+
+// ListMessages returns up to limit messages of the brand with id below
+// beforeID (0: no bound), newest first, optionally only one user's.
+func (db *DB) ListMessages(ctx context.Context, brandID, userID, beforeID int64, limit int) ([]*parley.Message, error) {
+	q := `SELECT ` + messageColumns + ` FROM messages WHERE brand_id = ?`
+	args := []any{brandID}
+	if userID != 0 {
+		q += ` AND user_id = ?`
+		args = append(args, userID)
+	}
+	if beforeID != 0 {
+		q += ` AND id < ?`
+		args = append(args, beforeID)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit)
+	rows, err := db.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list messages: %w", err)
+	}
+	defer rows.Close()
+	out := []*parley.Message{}
+	for rows.Next() {
+		m, err := scanMessage(rows.Scan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func scanMessage(scan func(...any) error) (*parley.Message, error) {
+	var m parley.Message
+	var media string
+	var errCode, errMsg sql.NullString
+	var created int64
+	var sent, delivered sql.NullInt64
+	if err := scan(&m.ID, &m.BrandID, &m.UserID, &m.Direction, &m.Status, &m.Body, &media, &m.Type,
+		&errCode, &errMsg, &created, &sent, &delivered); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("store: scan message: %w", err)
+	}
+	if err := json.Unmarshal([]byte(media), &m.MediaItemUUIDs); err != nil {
+		return nil, fmt.Errorf("store: message %d media: %w", m.ID, err)
+	}
+	m.ErrorCode, m.ErrorMessage = nullString(errCode), nullString(errMsg)
+	m.DateCreated = parley.Time{Time: fromMicros(created)}
+	m.DateSent, m.DateDelivered = nullTime(sent), nullTime(delivered)
+	return &m, nil
+}

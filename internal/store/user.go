@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/parleyhq/parley"
+)
+
+const userColumns = `id, brand_id, phone_number, first_name, last_name, email_address, date_of_birth,
+	messaging_consent, postal_code, city, county, state, state_code, custom_data, channel,
+	is_deleted, date_created, date_last_updated`
+
+const (
+	qUserByID    = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND id = ? AND is_deleted = 0`
+	qUserByPhone = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND phone_number = ? AND is_deleted = 0`
+	qInsertUser  = `INSERT INTO users (brand_id, phone_number, first_name, last_name, email_address,
+	date_of_birth, messaging_consent, postal_code, city, county, state, state_code, custom_data,
+	channel, is_deleted, date_created, date_last_updated)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	qUpdateUser = `UPDATE users SET first_name = ?, last_name = ?, email_address = ?, date_of_birth = ?,
+	messaging_consent = ?, postal_code = ?, city = ?, county = ?, state = ?, state_code = ?,
+	custom_data = ?, is_deleted = ?, date_last_updated = ?
+	WHERE brand_id = ? AND id = ?`
+)
+
+// hotWrites are prepared on the writer once migrations have run.
+var hotWrites = []string{qUserByID, qUserByPhone, qInsertUser, qUpdateUser, qInsertMessage}
+
+// FindUserByID returns a user of the brand that is not deleted, or ErrNotFound.
+func (db *DB) FindUserByID(ctx context.Context, brandID, id int64) (*parley.User, error) {
+	row, err := db.queryRow(ctx, qUserByID, brandID, id)
+	if err != nil {
+		return nil, err
+	}
+	return scanUser(row)
+}
+
+// FindUserByPhone returns the brand's live user with the E.164 number, or ErrNotFound.
+func (db *DB) FindUserByPhone(ctx context.Context, brandID int64, phone string) (*parley.User, error) {
+	row, err := db.queryRow(ctx, qUserByPhone, brandID, phone)
+	if err != nil {
+		return nil, err
+	}
+	return scanUser(row)
+}
+
+// FindUserByID is DB.FindUserByID inside the transaction.
+func (tx *Tx) FindUserByID(ctx context.Context, brandID, id int64) (*parley.User, error) {
+	row, err := tx.queryRow(ctx, qUserByID, brandID, id)
+	if err != nil {
+		return nil, err
+	}
+	return scanUser(row)
+}
+
+// FindUserByPhone is DB.FindUserByPhone inside the transaction.
+func (tx *Tx) FindUserByPhone(ctx context.Context, brandID int64, phone string) (*parley.User, error) {
+	row, err := tx.queryRow(ctx, qUserByPhone, brandID, phone)
+	if err != nil {
+		return nil, err
+	}
+	return scanUser(row)
+}
+
+// InsertUser stores u and sets its ID. A live user of the brand with the
+// same number answers EDuplicate (D5).
+func (tx *Tx) InsertUser(ctx context.Context, u *parley.User) error {
+	loc := u.Location
+	if loc == nil {
+		loc = &parley.Location{}
+	}
+	row, err := tx.queryRow(ctx, qInsertUser, u.BrandID, u.PhoneNumber,
+		toNullString(u.FirstName), toNullString(u.LastName), toNullString(u.EmailAddress),
+		toNullString(u.DateOfBirth), toNullBool(u.MessagingConsent),
+		toNullString(loc.PostalCode), toNullString(loc.City), toNullString(loc.County),
+		toNullString(loc.State), toNullString(loc.StateCode), nullJSON(u.CustomData),
+		toNullString(u.Channel), u.IsDeleted, micros(u.DateCreated.Time), micros(u.DateLastUpdated.Time))
+	if err != nil {
+		return err
+	}
+	if err := row.Scan(&u.ID); err != nil {
+		if isUniqueViolation(err) {
+			return parley.Errorf(parley.EDuplicate, "Duplicate entry for '%s'", u.PhoneNumber)
+		}
+		return fmt.Errorf("store: insert user: %w", err)
+	}
+	return nil
+}
+
+// UpdateUser writes every mutable member of u.
+func (tx *Tx) UpdateUser(ctx context.Context, u *parley.User) error {
+	loc := u.Location
+	if loc == nil {
+		loc = &parley.Location{}
+	}
+	res, err := tx.exec(ctx, qUpdateUser,
+		toNullString(u.FirstName), toNullString(u.LastName), toNullString(u.EmailAddress),
+		toNullString(u.DateOfBirth), toNullBool(u.MessagingConsent),
+		toNullString(loc.PostalCode), toNullString(loc.City), toNullString(loc.County),
+		toNullString(loc.State), toNullString(loc.StateCode), nullJSON(u.CustomData),
+		u.IsDeleted, micros(u.DateLastUpdated.Time), u.BrandID, u.ID)
+	if err != nil {
+		return fmt.Errorf("store: update user: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+func scanUser(row *sql.Row) (*parley.User, error) {
+	var (
+		u                                   parley.User
+		first, last, email, dob, channel    sql.NullString
+		postal, city, county, state, stCode sql.NullString
+		customData                          sql.NullString
+		consent                             sql.NullBool
+		created, updated                    int64
+	)
+	err := row.Scan(&u.ID, &u.BrandID, &u.PhoneNumber, &first, &last, &email, &dob,
+		&consent, &postal, &city, &county, &state, &stCode, &customData, &channel,
+		&u.IsDeleted, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: scan user: %w", err)
+	}
+	u.FirstName, u.LastName, u.EmailAddress = nullString(first), nullString(last), nullString(email)
+	u.DateOfBirth, u.Channel = nullString(dob), nullString(channel)
+	u.MessagingConsent = nullBool(consent)
+	if postal.Valid {
+		u.Location = &parley.Location{
+			PostalCode: nullString(postal), City: nullString(city), County: nullString(county),
+			State: nullString(state), StateCode: nullString(stCode),
+		}
+	}
+	if customData.Valid {
+		u.CustomData = []byte(customData.String)
+	}
+	u.DateCreated = parley.Time{Time: fromMicros(created)}
+	u.DateLastUpdated = parley.Time{Time: fromMicros(updated)}
+	return &u, nil
+}
+
+// nullJSON stores a JSON document, SQL NULL for none (or JSON null).
+func nullJSON(b []byte) sql.NullString {
+	if b == nil || string(b) == "null" {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: string(b), Valid: true}
+}

@@ -1,0 +1,75 @@
+package parley
+
+import "context"
+
+// Message directions.
+const (
+	DirectionInbound  = "inbound"
+	DirectionOutbound = "outbound"
+)
+
+// Message statuses (D8). Transitions only move forward:
+// queued → sent → delivered | undelivered, and queued | sent → failed.
+const (
+	StatusQueued      = "queued"
+	StatusSent        = "sent"
+	StatusDelivered   = "delivered"
+	StatusFailed      = "failed"
+	StatusUndelivered = "undelivered"
+)
+
+// Message types (D8).
+const (
+	TypeConversational = "CONVERSATIONAL"
+	TypeMarketing      = "MARKETING"
+	TypeTransactional  = "TRANSACTIONAL"
+)
+
+// Message limits (D8).
+const (
+	MaxMessageBody = 1600
+	MaxMediaItems  = 10
+)
+
+// Message is an SMS/MMS to or from a user.
+type Message struct {
+	ID             int64    `json:"id"`
+	BrandID        int64    `json:"-"`
+	UserID         int64    `json:"user_id"`
+	Direction      string   `json:"direction"`
+	Status         string   `json:"status"`
+	DateCreated    Time     `json:"date_created"`
+	Body           string   `json:"body"`
+	MediaItemUUIDs []string `json:"media_item_uuids"`
+	Type           string   `json:"type"`
+	DateSent       *Time    `json:"date_sent"`
+	DateDelivered  *Time    `json:"date_delivered"`
+	ErrorCode      *string  `json:"error_code"`
+	ErrorMessage   *string  `json:"error_message"`
+}
+
+// MessageCreate is the body of POST /messages.
+type MessageCreate struct {
+	UserID         Optional[int64]    `json:"user_id,omitzero"`
+	Body           Optional[string]   `json:"body,omitzero"`
+	MediaItemUUIDs Optional[[]string] `json:"media_item_uuids,omitzero"`
+	Type           Optional[string]   `json:"type,omitzero"`
+}
+
+// MessageFilter selects a page of messages, newest first.
+type MessageFilter struct {
+	UserID int64  // 0: every user
+	Limit  int    // 1–100
+	Cursor string // opaque; "" for the first page
+}
+
+// MessageService sends and reads a brand's messages.
+type MessageService interface {
+	// SendMessage stores the message as queued and enqueues its delivery in
+	// the same transaction. EValidation, EUserNotFound, EInvalidMediaItem.
+	SendMessage(ctx context.Context, brandID int64, in MessageCreate) (*Message, error)
+	// FindMessageByID returns ENotFound for a missing message.
+	FindMessageByID(ctx context.Context, brandID, id int64) (*Message, error)
+	// ListMessages returns one page and the cursor of the next ("" at the end).
+	ListMessages(ctx context.Context, brandID int64, f MessageFilter) ([]*Message, string, error)
+}

@@ -1,0 +1,117 @@
+// Package parley holds Parley's domain: the resources of the v1 API, the
+// inputs that create and change them, the error type with its codes, and the
+// service interfaces the HTTP layer is written against. It imports only the
+// standard library, so every adapter can depend on it and it on none of them.
+package parley
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+	"unicode"
+)
+
+// Time is a UTC instant. It encodes as RFC 3339 with microsecond precision
+// and a Z suffix (D1), e.g. 2026-11-21T22:12:32.123456Z.
+type Time struct{ time.Time }
+
+// TimeFormat is the layout of every timestamp in the API (D1).
+const TimeFormat = "2006-01-02T15:04:05.000000Z"
+
+// NewTime returns t in UTC, truncated to the microsecond the API shows.
+func NewTime(t time.Time) Time { return Time{t.UTC().Truncate(time.Microsecond)} }
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(TimeFormat)+2)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, TimeFormat)
+	return append(b, '"'), nil
+}
+
+// Optional is a JSON member that may be absent, null or set. The API needs all
+// three apart: on update an absent member is left alone and null clears it
+// (D4).
+type Optional[T any] struct {
+	Set   bool // the member was present
+	Valid bool // the member was present and not null
+	Value T
+}
+
+// Some returns an Optional set to v.
+func Some[T any](v T) Optional[T] { return Optional[T]{Set: true, Valid: true, Value: v} }
+
+// Null returns an Optional that is present and null.
+func Null[T any]() Optional[T] { return Optional[T]{Set: true} }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (o *Optional[T]) UnmarshalJSON(data []byte) error {
+	o.Set = true
+	if string(data) == "null" {
+		o.Valid = false
+		var zero T
+		o.Value = zero
+		return nil
+	}
+	o.Valid = true
+	// A type error here comes back as *json.UnmarshalTypeError; the outer
+	// decoder fills in the member's name, which the caller reports.
+	return json.Unmarshal(data, &o.Value)
+}
+
+// MarshalJSON implements json.Marshaler; an unset member encodes as null, so
+// senders use omitzero to leave it out.
+func (o Optional[T]) MarshalJSON() ([]byte, error) {
+	if !o.Valid {
+		return []byte("null"), nil
+	}
+	return json.Marshal(o.Value)
+}
+
+// IsZero reports whether the member is absent, for omitzero.
+func (o Optional[T]) IsZero() bool { return !o.Set }
+
+// Ptr returns a pointer to the value, nil when null or absent.
+func (o Optional[T]) Ptr() *T {
+	if !o.Valid {
+		return nil
+	}
+	v := o.Value
+	return &v
+}
+
+type ctxKey int
+
+const brandKey ctxKey = iota
+
+// NewContextWithBrand returns ctx carrying the id of the brand whose
+// credential signed the request.
+func NewContextWithBrand(ctx context.Context, brandID int64) context.Context {
+	return context.WithValue(ctx, brandKey, brandID)
+}
+
+// BrandIDFromContext returns the authenticated brand id, 0 when there is none.
+func BrandIDFromContext(ctx context.Context) int64 {
+	id, _ := ctx.Value(brandKey).(int64)
+	return id
+}
+
+// CustomDataKey returns the custom_data key of a field name: lowercase, every
+// run of characters other than letters and digits turned into one "_", with
+// leading and trailing "_" trimmed (D6): "Loyalty Tier" → "loyalty_tier".
+func CustomDataKey(name string) string {
+	b := make([]rune, 0, len(name))
+	sep := false
+	for _, r := range name {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if sep && len(b) > 0 {
+				b = append(b, '_')
+			}
+			sep = false
+			b = append(b, unicode.ToLower(r))
+			continue
+		}
+		sep = true
+	}
+	return string(b)
+}

@@ -1,0 +1,4 @@
+package signing
+
+// ParseIMFFixdate exposes parseIMFFixdate to the external tests.
+var ParseIMFFixdate = parseIMFFixdate

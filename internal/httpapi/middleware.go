@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"time"
-
 )
 
 type infoKey struct{}
@@ -111,4 +110,3 @@ func newRequestID() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-

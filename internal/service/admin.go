@@ -68,7 +68,9 @@ func (s *Service) CreateBrand(ctx context.Context, name, phoneNumber string) (*p
 }
 
 // ListBrands returns every brand.
-func (s *Service) ListBrands(ctx context.Context) ([]*parley.Brand, error) { return s.db.ListBrands(ctx) }
+func (s *Service) ListBrands(ctx context.Context) ([]*parley.Brand, error) {
+	return s.db.ListBrands(ctx)
+}
 
 // CreateCredential issues a credential for the brand. The returned Secret
 // is the only time the secret is shown; it is stored sealed (D2).

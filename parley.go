@@ -5,10 +5,13 @@
 package parley
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Time is a UTC instant. It encodes as RFC 3339 with microsecond precision
@@ -54,6 +57,30 @@ func (o *Optional[T]) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	o.Valid = true
+	// Fast paths for the common plain members: the outer decoder has already
+	// checked that data is well-formed JSON, so only escapes and invalid
+	// UTF-8 (which json replaces) need the full decoder.
+	switch p := any(&o.Value).(type) {
+	case *string:
+		if n := len(data); n >= 2 && data[0] == '"' && bytes.IndexByte(data, '\\') < 0 && utf8.Valid(data) {
+			*p = string(data[1 : n-1])
+			return nil
+		}
+	case *bool:
+		switch string(data) {
+		case "true":
+			*p = true
+			return nil
+		case "false":
+			*p = false
+			return nil
+		}
+	case *int64:
+		if v, err := strconv.ParseInt(string(data), 10, 64); err == nil {
+			*p = v
+			return nil
+		}
+	}
 	// A type error here comes back as *json.UnmarshalTypeError; the outer
 	// decoder fills in the member's name, which the caller reports.
 	return json.Unmarshal(data, &o.Value)

@@ -12,6 +12,24 @@ import (
 
 // CreateUser implements parley.UserService.
 func (s *Service) CreateUser(ctx context.Context, brandID int64, in parley.UserCreate) (*parley.User, error) {
+	u, err := s.NewUser(ctx, brandID, in)
+	if err != nil {
+		return nil, err
+	}
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+		u.DateCreated = parley.Time{Time: tx.Now()}
+		u.DateLastUpdated = u.DateCreated
+		return tx.InsertUser(ctx, u)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// NewUser validates a create request and returns the user it would store:
+// every rule of POST /users except uniqueness, which only the insert knows.
+func (s *Service) NewUser(ctx context.Context, brandID int64, in parley.UserCreate) (*parley.User, error) {
 	if !in.PhoneNumber.Valid {
 		return nil, invalid("phone_number", "required")
 	}
@@ -34,14 +52,6 @@ func (s *Service) CreateUser(ctx context.Context, brandID int64, in parley.UserC
 		if u.CustomData, err = mergeCustomData(nil, upd, nil); err != nil {
 			return nil, err
 		}
-	}
-	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
-		u.DateCreated = parley.Time{Time: tx.Now()}
-		u.DateLastUpdated = u.DateCreated
-		return tx.InsertUser(ctx, u)
-	})
-	if err != nil {
-		return nil, err
 	}
 	return u, nil
 }

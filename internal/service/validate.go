@@ -98,8 +98,9 @@ func checkChannel(o parley.Optional[string]) (*string, error) {
 	if !o.Valid {
 		return nil, nil
 	}
-	for _, c := range parley.Channels {
-		if strings.EqualFold(o.Value, c) {
+	for i := range parley.Channels {
+		if strings.EqualFold(o.Value, parley.Channels[i]) {
+			c := parley.Channels[i]
 			return &c, nil
 		}
 	}
@@ -121,18 +122,20 @@ func resolveLocation(o parley.Optional[string]) (*parley.Location, error) {
 			Field:   "postal_code",
 		}
 	}
-	code := o.Value
-	loc := &parley.Location{PostalCode: &code}
-	if p, ok := geo.Lookup(code[:5]); ok {
-		loc.City, loc.County = strOrNil(p.City), strOrNil(p.County)
-		loc.State, loc.StateCode = strOrNil(p.State), strOrNil(p.StateCode)
+	// One allocation holds the location and the strings its members point to.
+	box := &struct {
+		loc  parley.Location
+		vals [5]string
+	}{}
+	box.vals[0] = o.Value
+	box.loc.PostalCode = &box.vals[0]
+	if p, ok := geo.Lookup(o.Value[:5]); ok {
+		box.vals[1], box.vals[2], box.vals[3], box.vals[4] = p.City, p.County, p.State, p.StateCode
+		for i, dst := range []**string{&box.loc.City, &box.loc.County, &box.loc.State, &box.loc.StateCode} {
+			if box.vals[i+1] != "" {
+				*dst = &box.vals[i+1]
+			}
+		}
 	}
-	return loc, nil
-}
-
-func strOrNil(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
+	return &box.loc, nil
 }

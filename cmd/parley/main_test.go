@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// runCmd runs the parley command in-process and returns its stdout.
+func runCmd(t *testing.T, getenv func(string) string, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), args, getenv, &out, &errOut)
+	return out.String(), err
+}
+
+// startServe runs `parley serve` until the test ends and waits for it.
+func startServe(t *testing.T, dataDir string) (stdout *syncBuffer, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout = &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json"},
+			env(nil), stdout, &syncBuffer{})
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stdout.String(), "Parley is serving on") {
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited: %v\n%s", err, stdout.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", stdout.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	return stdout, stop
+}
+
+func TestServeFirstRunThenCall(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "parley-data")
+	stdout, stop := startServe(t, dir)
+	if !strings.Contains(stdout.String(), "Created demo brand") {
+		t.Errorf("first run did not announce the demo brand:\n%s", stdout.String())
+	}
+	credPath := filepath.Join(dir, devCredentialsFile)
+	st, err := os.Stat(credPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", credPath, st.Mode().Perm())
+	}
+	if st, err := os.Stat(filepath.Join(dir, "secret.key")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("secret.key: %v %v, want a 0600 key file (issue #2)", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "parley.db")); err != nil {
+		t.Errorf("no database: %v", err)
+	}
+
+	out, err := runCmd(t, env(nil), "call", "GET", "/api/v1/brand", "--data-dir", dir)
+	if err != nil {
+		t.Fatalf("call: %v\n%s", err, out)
+	}
+	var brand map[string]any
+	if err := json.Unmarshal([]byte(out), &brand); err != nil || brand["name"] != "Demo Brand" {
+		t.Errorf("call GET /api/v1/brand printed %q (%v)", out, err)
+	}
+
+	out, err = runCmd(t, env(nil), "call", "POST", "/api/v1/users", "--data", `{"phone_number":"+14155552671"}`, "--data-dir", dir)
+	if err != nil || !strings.Contains(out, `"+14155552671"`) {
+		t.Errorf("call POST: %v\n%s", err, out)
+	}
+	out, err = runCmd(t, env(nil), "call", "POST", "/api/v1/users", "--data", `{"phone_number":"+14155552671"}`, "--data-dir", dir)
+	if err == nil || !strings.Contains(out, "duplicate_record_found") {
+		t.Errorf("duplicate create: err %v, out %s; want an error and the envelope", err, out)
+	}
+
+	png := filepath.Join(t.TempDir(), "dot.png")
+	os.WriteFile(png, append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), make([]byte, 32)...), 0o600)
+	out, err = runCmd(t, env(nil), "call", "POST", "/api/v1/files", "--file", png, "--data-dir", dir)
+	if err != nil || !strings.Contains(out, `"image/png"`) {
+		t.Errorf("call --file: %v\n%s", err, out)
+	}
+
+	if err := stop(); err != nil {
+		t.Errorf("serve did not shut down cleanly: %v", err)
+	}
+
+	// A second start keeps the brand and creates no new one.
+	stdout, _ = startServe(t, dir)
+	if strings.Contains(stdout.String(), "Created demo brand") {
+		t.Errorf("second start created another demo brand")
+	}
+}
+
+func TestAdminCommands(t *testing.T) {
+	dir := t.TempDir()
+	e := env(map[string]string{"PARLEY_DATA_DIR": dir})
+	out, err := runCmd(t, e, "brand", "create", "--name", "Acme", "--phone", "+14155550100", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var brand struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out), &brand); err != nil || brand.ID == 0 {
+		t.Fatalf("brand create --json: %q %v", out, err)
+	}
+	id := strconv.FormatInt(brand.ID, 10)
+
+	out, err = runCmd(t, e, "credential", "create", "--brand", id, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cred struct{ Username, Secret string }
+	if err := json.Unmarshal([]byte(out), &cred); err != nil || cred.Username == "" || len(cred.Secret) != 43 {
+		t.Fatalf("credential create --json: %q %v", out, err)
+	}
+
+	if _, err := runCmd(t, e, "field", "create", "--brand", id, "--name", "Loyalty Tier", "--type", "STRING", "--enum", "gold,silver"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, e, "field", "create", "--brand", id, "--name", "Tags", "--type", "LIST", "--subtype", "STRING", "--append"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, e, "field", "create", "--brand", id, "--name", "X", "--type", "NOPE"); err == nil {
+		t.Error("field create accepted an unknown type")
+	}
+	out, err = runCmd(t, e, "field", "list", "--brand", id, "--json")
+	if err != nil || !strings.Contains(out, `"Loyalty Tier"`) || !strings.Contains(out, `"is_append": true`) {
+		t.Errorf("field list: %v\n%s", err, out)
+	}
+
+	if _, err := runCmd(t, e, "segment", "create", "--brand", id, "--name", "VIPs",
+		"--criteria", `[{"attribute":{"dimension_type":1,"field_name":"loyalty_tier","field_type":3},"operator_type":1,"and_group_num":0,"str_field_value":"gold"}]`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, e, "segment", "create", "--brand", id, "--name", "Old", "--archived"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Serve and call as the new credential.
+	stdout, _ := startServe(t, dir)
+	if _, err := os.Stat(filepath.Join(dir, devCredentialsFile)); err == nil {
+		t.Error("serve wrote dev credentials for a database that already had a brand")
+	}
+	ce := env(map[string]string{"PARLEY_USERNAME": cred.Username, "PARLEY_SECRET": cred.Secret, "PARLEY_URL": serveURL(t, stdout.String())})
+	out, err = runCmd(t, ce, "call", "GET", "/api/v1/segments")
+	if err != nil || !strings.Contains(out, `"VIPs"`) || strings.Contains(out, `"Old"`) {
+		t.Errorf("GET /segments: %v\n%s", err, out)
+	}
+	out, err = runCmd(t, ce, "call", "GET", "/api/v1/custom_data")
+	if err != nil || !strings.Contains(out, `"Loyalty Tier"`) {
+		t.Errorf("GET /custom_data: %v\n%s", err, out)
+	}
+
+	if _, err := runCmd(t, e, "credential", "revoke", cred.Username); err != nil {
+		t.Fatal(err)
+	}
+	// The running server caches credentials briefly; a fresh process sees the revocation at once.
+	out, err = runCmd(t, e, "credential", "list", "--brand", id, "--json")
+	if err != nil || !strings.Contains(out, `"revoked_at": "`) {
+		t.Errorf("credential list after revoke: %v\n%s", err, out)
+	}
+	if _, err := runCmd(t, e, "credential", "revoke", cred.Username); err == nil {
+		t.Error("revoking twice succeeded")
+	}
+}
+
+// serveURL reads the address serve announced.
+func serveURL(t *testing.T, out string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, "Parley is serving on ")
+	if !ok {
+		t.Fatalf("no address in %q", out)
+	}
+	return strings.Fields(rest)[0]
+}

@@ -171,6 +171,7 @@ func TestCreateUserValidation(t *testing.T) {
 		{"PostalShort", `{"phone_number":"+14155552671","postal_code":"1234"}`, parley.EInvalidPostalCode, "Invalid postal code", "postal_code"},
 		{"PostalBadPlus4", `{"phone_number":"+14155552671","postal_code":"12345-67"}`, parley.EInvalidPostalCode, "Invalid postal code", "postal_code"},
 		{"ChannelUnknown", `{"phone_number":"+14155552671","channel":"EMAIL"}`, parley.EValidation, "channel: must be one of FILE, SHOPIFY, KLAVIYO, GORGIAS, SLACK", "channel"},
+		{"ChannelLookalikeRune", `{"phone_number":"+14155552671","channel":"\u017fLACK"}`, parley.EValidation, "channel: must be one of", "channel"},
 		{"UnknownMember", `{"phone_number":"+14155552671","foo":1}`, parley.EValidation, "foo: unknown field", "foo"},
 		{"IsDeletedNotInput", `{"phone_number":"+14155552671","is_deleted":true}`, parley.EValidation, "is_deleted: unknown field", "is_deleted"},
 		{"LocationNotInput", `{"phone_number":"+14155552671","location":null}`, parley.EValidation, "location: unknown field", "location"},

@@ -30,10 +30,12 @@ const maxFileNameLen = 255
 // content (D9), streams the content to the blob store without holding it in
 // memory, and records the file once the blob is written.
 func (s *Service) UploadFile(ctx context.Context, brandID int64, fileName string, r io.Reader) (*parley.File, error) {
+	src := &sourceReader{r: r}
+	r = src
 	head := make([]byte, media.SniffLen)
 	n, err := io.ReadFull(r, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, err
+		return nil, unreadable(err)
 	}
 	head = head[:n]
 	if n == 0 {
@@ -61,7 +63,10 @@ func (s *Service) UploadFile(ctx context.Context, brandID int64, fileName string
 	}
 	// Read one byte past the limit to tell "exactly the limit" from "over".
 	size, err := io.Copy(w, io.LimitReader(io.MultiReader(bytes.NewReader(head), r), s.MaxFileSize+1))
-	if err == nil && size > s.MaxFileSize {
+	switch {
+	case src.err != nil:
+		err = unreadable(src.err)
+	case err == nil && size > s.MaxFileSize:
 		err = parley.Errorf(parley.EPayloadTooLarge, "file: at most %d bytes", s.MaxFileSize)
 	}
 	if err != nil {
@@ -83,6 +88,26 @@ func (s *Service) UploadFile(ctx context.Context, brandID int64, fileName string
 		return nil, err
 	}
 	return f, nil
+}
+
+// sourceReader remembers a failure to read the upload itself (a truncated
+// or malformed body), which is the caller's fault, unlike a failure to write
+// the blob.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	return n, err
+}
+
+func unreadable(err error) *parley.Error {
+	return parley.Errorf(parley.EInvalidRequest, "could not read the uploaded file: %v", err)
 }
 
 // SanitizeFileName keeps the base name of a client's file name, without

@@ -103,7 +103,7 @@ func oneOf(o parley.Optional[string], allowed []string) (string, bool) {
 		return "", false
 	}
 	for _, a := range allowed {
-		if strings.EqualFold(o.Value, a) {
+		if equalFoldASCII(o.Value, a) {
 			return a, true
 		}
 	}

@@ -99,7 +99,7 @@ func checkChannel(o parley.Optional[string]) (*string, error) {
 		return nil, nil
 	}
 	for i := range parley.Channels {
-		if strings.EqualFold(o.Value, parley.Channels[i]) {
+		if equalFoldASCII(o.Value, parley.Channels[i]) {
 			c := parley.Channels[i]
 			return &c, nil
 		}
@@ -138,4 +138,25 @@ func resolveLocation(o parley.Optional[string]) (*parley.Location, error) {
 		}
 	}
 	return &box.loc, nil
+}
+
+// equalFoldASCII is strings.EqualFold for ASCII letters only, so that
+// look-alike runes (the Kelvin sign, the long s) do not match.
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

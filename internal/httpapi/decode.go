@@ -102,9 +102,11 @@ func kindName(t reflect.Type) string {
 }
 
 // pathID parses a path id (D3: not an integer ≥ 1 → 422 validation_error).
+// Only the canonical decimal form is an id: "+1" and "01" are not.
 func pathID(r *http.Request, name string) (int64, error) {
-	id, err := strconv.ParseInt(r.PathValue(name), 10, 64)
-	if err != nil || id < 1 {
+	v := r.PathValue(name)
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 || v[0] == '+' || v[0] == '0' {
 		return 0, parley.FieldError(parley.EValidation, name, "must be an integer ≥ 1")
 	}
 	return id, nil

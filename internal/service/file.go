@@ -37,6 +37,9 @@ func (s *Service) UploadFile(ctx context.Context, brandID int64, fileName string
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, unreadable(err)
 	}
+	if src.err != nil {
+		return nil, unreadable(src.err)
+	}
 	head = head[:n]
 	if n == 0 {
 		return nil, invalid("file", "must not be empty")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -26,7 +27,7 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer a.Close()
-	fmt.Fprintf(stdout, "Database %s is up to date.\n", a.Config.DB)
+	fmt.Fprintf(stdout, "Database %s is up to date.\n", store.Redact(a.Config.DB))
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -57,7 +58,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		ln.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "Parley is serving on %s (database %s)\n", baseURL, a.Config.DB)
+	fmt.Fprintf(stdout, "Parley is serving on %s (database %s)\n", baseURL, store.Redact(a.Config.DB))
 
 	srv := &http.Server{
 		Handler:           a.Server.Handler(),

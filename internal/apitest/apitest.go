@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -40,7 +39,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	e := &Env{Ctx: context.Background(), now: time.Now().UTC()}
 	cfg := app.Config{
 		DataDir:   dir,
-		DB:        "sqlite:" + filepath.Join(dir, "parley.db"),
+		DB:        DatabaseURL(t, dir),
 		SecretKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		Now:       e.Now,
 	}
@@ -177,7 +176,7 @@ func (e *Env) State(t testing.TB) string {
 	t.Helper()
 	var out string
 	for _, table := range []string{"brands", "credentials", "users", "custom_fields", "segments", "files", "messages", "river_job"} {
-		out += table + ":\n" + e.Snapshot(t, "SELECT * FROM "+table+" ORDER BY rowid")
+		out += table + ":\n" + e.Snapshot(t, "SELECT * FROM "+table+" ORDER BY id")
 	}
 	return out
 }

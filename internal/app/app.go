@@ -92,7 +92,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Now != nil {
 		a.DB.Now = cfg.Now
 	}
-	if a.Queue, err = jobs.Open(a.DB.Writer()); err != nil {
+	if a.Queue, err = jobs.Open(a.DB.Writer(), a.DB.Engine()); err != nil {
 		return nil, err
 	}
 	if a.Bucket, err = openBucket(ctx, cfg); err != nil {
@@ -125,7 +125,7 @@ func OpenDB(ctx context.Context, dsn string) (*store.DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := jobs.Migrate(ctx, db.Writer()); err != nil {
+	if err := jobs.Migrate(ctx, db.Writer(), db.Engine()); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestCreateUser(t *testing.T) {
 		t.Errorf("Content-Type = %q (D1)", ct)
 	}
 	var channel string
-	e.App.DB.Writer().QueryRow("SELECT channel FROM users WHERE id = ?", got["id"]).Scan(&channel)
+	e.App.DB.Writer().QueryRow(fmt.Sprintf("SELECT channel FROM users WHERE id = %v", got["id"])).Scan(&channel)
 	if channel != "SHOPIFY" {
 		t.Errorf("stored channel = %q, want SHOPIFY (D5: stored, case-insensitive input)", channel)
 	}

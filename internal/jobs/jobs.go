@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 )
@@ -27,10 +29,19 @@ type Queue struct {
 	client *river.Client[*sql.Tx]
 }
 
-// Open returns an insert-only queue on db (the store's writer pool). Workers
-// come with the delivery pipeline.
-func Open(db *sql.DB) (*Queue, error) {
-	c, err := river.NewClient(riversqlite.New(db), &river.Config{})
+// driver returns River's driver for the engine. Both take a *sql.DB, so the
+// store's *sql.Tx carries jobs on either engine.
+func driver(db *sql.DB, engine string) riverdriver.Driver[*sql.Tx] {
+	if engine == "postgres" {
+		return riverdatabasesql.New(db)
+	}
+	return riversqlite.New(db)
+}
+
+// Open returns an insert-only queue on db (the store's writer pool) for the
+// engine ("sqlite" or "postgres"). Workers come with the delivery pipeline.
+func Open(db *sql.DB, engine string) (*Queue, error) {
+	c, err := river.NewClient(driver(db, engine), &river.Config{})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
@@ -38,8 +49,8 @@ func Open(db *sql.DB) (*Queue, error) {
 }
 
 // Migrate creates or upgrades River's tables.
-func Migrate(ctx context.Context, db *sql.DB) error {
-	m, err := rivermigrate.New(riversqlite.New(db), nil)
+func Migrate(ctx context.Context, db *sql.DB, engine string) error {
+	m, err := rivermigrate.New(driver(db, engine), nil)
 	if err != nil {
 		return fmt.Errorf("jobs: migrations: %w", err)
 	}

@@ -42,7 +42,7 @@ func (db *DB) FindBrand(ctx context.Context, id int64) (*parley.Brand, error) {
 
 // ListBrands returns every brand, ordered by id.
 func (db *DB) ListBrands(ctx context.Context) ([]*parley.Brand, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT id, name, phone_number, date_created FROM brands ORDER BY id`)
+	rows, err := db.query(ctx, `SELECT id, name, phone_number, date_created FROM brands ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list brands: %w", err)
 	}
@@ -63,7 +63,7 @@ func (db *DB) ListBrands(ctx context.Context) ([]*parley.Brand, error) {
 // CountBrands returns how many brands exist.
 func (db *DB) CountBrands(ctx context.Context) (int, error) {
 	var n int
-	err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM brands`).Scan(&n)
+	err := db.queryRowDirect(ctx, `SELECT count(*) FROM brands`).Scan(&n)
 	return n, err
 }
 
@@ -108,7 +108,7 @@ func (db *DB) FindCredential(ctx context.Context, username string) (*CredentialR
 
 // ListCredentials returns the brand's credentials, oldest first.
 func (db *DB) ListCredentials(ctx context.Context, brandID int64) ([]*CredentialRecord, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT `+credentialColumns+` FROM credentials WHERE brand_id = ? ORDER BY id`, brandID)
+	rows, err := db.query(ctx, `SELECT `+credentialColumns+` FROM credentials WHERE brand_id = ? ORDER BY id`, brandID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list credentials: %w", err)
 	}

@@ -41,7 +41,7 @@ func (tx *Tx) CreateCustomField(ctx context.Context, f *parley.CustomField, key 
 
 // ListCustomFields returns the brand's custom data fields, ordered by id.
 func (db *DB) ListCustomFields(ctx context.Context, brandID int64) ([]*parley.CustomField, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT `+fieldColumns+` FROM custom_fields WHERE brand_id = ? ORDER BY id`, brandID)
+	rows, err := db.query(ctx, `SELECT `+fieldColumns+` FROM custom_fields WHERE brand_id = ? ORDER BY id`, brandID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list custom fields: %w", err)
 	}
@@ -116,7 +116,7 @@ func (db *DB) ListSegments(ctx context.Context, brandID int64, visibleOnly bool)
 	if visibleOnly {
 		args = append(args, true, false)
 	}
-	rows, err := db.read.QueryContext(ctx, q+` ORDER BY id`, args...)
+	rows, err := db.query(ctx, q+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list segments: %w", err)
 	}

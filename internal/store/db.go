@@ -6,17 +6,25 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -35,10 +43,11 @@ type DB struct {
 	// read-only connections that WAL lets run beside the writer.
 	read *sql.DB
 
-	engine string // "sqlite"
+	engine string // "sqlite" or "postgres"
 
 	readStmts  stmtCache
 	writeStmts stmtCache
+	rebound    sync.Map // query → query with the engine's placeholders
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -48,18 +57,49 @@ type DB struct {
 type Options struct {
 	// MaxReadConns bounds the reader pool (SQLite); 0 picks 2×GOMAXPROCS, at least 4.
 	MaxReadConns int
+	// MaxConns bounds the pool (PostgreSQL); 0 picks 4×GOMAXPROCS, at least 8.
+	MaxConns int
 	// BusyTimeout is how long SQLite waits on a lock; 0 means 5 s.
 	BusyTimeout time.Duration
 }
 
 // Open connects to the database named by dsn: "sqlite:PATH" (a file path,
-// created with its directory when missing). It does not migrate.
+// created with its directory when missing) or a "postgres://" URL. It does
+// not migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
-	path, ok := strings.CutPrefix(dsn, "sqlite:")
-	if !ok {
-		return nil, fmt.Errorf("store: unsupported database %q (want sqlite:PATH)", redact(dsn))
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		return openSQLite(ctx, path, opt)
 	}
-	return openSQLite(ctx, path, opt)
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return openPostgres(ctx, dsn, opt)
+	}
+	return nil, fmt.Errorf("store: unsupported database %q (want sqlite:PATH or postgres://…)", Redact(dsn))
+}
+
+func openPostgres(ctx context.Context, dsn string, opt Options) (*DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", Redact(dsn), err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		// A database that does not answer must not hang requests.
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	db := stdlib.OpenDB(*cfg)
+	n := opt.MaxConns
+	if n == 0 {
+		n = max(8, 4*runtime.GOMAXPROCS(0))
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	db.SetConnMaxLifetime(time.Hour)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", Redact(dsn), err)
+	}
+	// One pool serves reads and writes: PostgreSQL has no single-writer limit.
+	return newDB(db, db, "postgres"), nil
 }
 
 func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
@@ -116,8 +156,8 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 
 func newDB(write, read *sql.DB, engine string) *DB {
 	db := &DB{write: write, read: read, engine: engine, Now: time.Now}
-	db.readStmts.db = read
-	db.writeStmts.db = write
+	db.readStmts = stmtCache{db: read, rebind: db.rebind}
+	db.writeStmts = stmtCache{db: write, rebind: db.rebind}
 	return db
 }
 
@@ -125,10 +165,13 @@ func newDB(write, read *sql.DB, engine string) *DB {
 func (db *DB) Close() error {
 	db.readStmts.close()
 	db.writeStmts.close()
+	if db.read == db.write {
+		return db.write.Close()
+	}
 	return errors.Join(db.read.Close(), db.write.Close())
 }
 
-// Engine names the database engine: "sqlite".
+// Engine names the database engine: "sqlite" or "postgres".
 func (db *DB) Engine() string { return db.engine }
 
 // Writer is the pool transactions run on; the job queue shares it so a
@@ -144,7 +187,11 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db.write, fsys, goose.WithDisableGlobalRegistry(true))
+	dialect := goose.DialectSQLite3
+	if db.engine == "postgres" {
+		dialect = goose.DialectPostgres
+	}
+	p, err := goose.NewProvider(dialect, db.write, fsys, goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return fmt.Errorf("store: migrations: %w", err)
 	}
@@ -160,6 +207,7 @@ type Tx struct {
 	tx    *sql.Tx
 	now   time.Time
 	stmts *stmtCache
+	db    *DB
 }
 
 // SQL returns the underlying transaction, for the job queue's InsertTx.
@@ -169,13 +217,25 @@ func (tx *Tx) SQL() *sql.Tx { return tx.tx }
 func (tx *Tx) Now() time.Time { return tx.now }
 
 // WithTx runs fn in a transaction, committing when fn returns nil and
-// rolling back otherwise.
+// rolling back otherwise. A transaction that PostgreSQL aborts for a
+// serialization failure or a deadlock is run again, a few times: it was
+// rolled back, so running fn again is safe.
 func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := db.withTx(ctx, fn)
+		if attempt < 4 && isRetryable(err) {
+			continue
+		}
+		return err
+	}
+}
+
+func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 	sqlTx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx := &Tx{tx: sqlTx, now: db.Now().UTC().Truncate(time.Microsecond), stmts: &db.writeStmts}
+	tx := &Tx{tx: sqlTx, now: db.Now().UTC().Truncate(time.Microsecond), stmts: &db.writeStmts, db: db}
 	if err := fn(tx); err != nil {
 		sqlTx.Rollback()
 		return err
@@ -194,11 +254,52 @@ func isUniqueViolation(err error) bool {
 		c := se.Code()
 		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 	}
-	return false
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == pgerrcode.UniqueViolation
 }
 
-// redact hides a password in a database URL for error messages.
-func redact(dsn string) string {
+// isRetryable reports a PostgreSQL serialization failure or deadlock.
+func isRetryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == pgerrcode.SerializationFailure || pe.Code == pgerrcode.DeadlockDetected)
+}
+
+// IsUnavailable reports whether err means the database cannot be reached
+// or is too busy to answer now: the request may succeed if tried later
+// (503), unlike a bug (500).
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff // primary result code
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// Class 08: connection exception; 57P01-03: the server is shutting down
+		// or starting up; 53: insufficient resources.
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "53")
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe)
+}
+
+// Redact hides a password in a database URL, for messages and logs.
+func Redact(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil || u.User == nil {
 		return dsn

@@ -52,7 +52,7 @@ func (tx *Tx) ExistingFiles(ctx context.Context, brandID int64, ids []string) (m
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	rows, err := tx.tx.QueryContext(ctx, q, args...)
+	rows, err := tx.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: find files: %w", err)
 	}
@@ -121,7 +121,7 @@ func (db *DB) ListMessages(ctx context.Context, brandID, userID, beforeID int64,
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
 	args = append(args, limit)
-	rows, err := db.read.QueryContext(ctx, q, args...)
+	rows, err := db.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list messages: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -14,15 +16,16 @@ var ErrNotFound = errors.New("store: not found")
 // stmtCache prepares each query once per pool; database/sql then keeps one
 // prepared statement per connection, so hot queries skip the parse.
 type stmtCache struct {
-	db *sql.DB
-	m  sync.Map // query → *sql.Stmt
+	db     *sql.DB
+	rebind func(string) string
+	m      sync.Map // query → *sql.Stmt
 }
 
 func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	if s, ok := c.m.Load(query); ok {
 		return s.(*sql.Stmt), nil
 	}
-	s, err := c.db.PrepareContext(ctx, query)
+	s, err := c.db.PrepareContext(ctx, c.rebind(query))
 	if err != nil {
 		return nil, err
 	}
@@ -70,14 +73,52 @@ func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) (*sql.Row
 	if s := tx.stmts.lookup(query); s != nil {
 		return tx.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...), nil
 	}
-	return tx.tx.QueryRowContext(ctx, query, args...), nil
+	return tx.tx.QueryRowContext(ctx, tx.db.rebind(query), args...), nil
 }
 
 func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if s := tx.stmts.lookup(query); s != nil {
 		return tx.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
 	}
-	return tx.tx.ExecContext(ctx, query, args...)
+	return tx.tx.ExecContext(ctx, tx.db.rebind(query), args...)
+}
+
+func (tx *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return tx.tx.QueryContext(ctx, tx.db.rebind(query), args...)
+}
+
+// query runs a multi-row query on the reader pool.
+func (db *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return db.read.QueryContext(ctx, db.rebind(query), args...)
+}
+
+func (db *DB) queryRowDirect(ctx context.Context, query string, args ...any) *sql.Row {
+	return db.read.QueryRowContext(ctx, db.rebind(query), args...)
+}
+
+// rebind rewrites the ? placeholders every query is written with into the
+// engine's form: $1, $2, … on PostgreSQL.
+func (db *DB) rebind(query string) string {
+	if db.engine != "postgres" {
+		return query
+	}
+	if q, ok := db.rebound.Load(query); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	q := b.String()
+	db.rebound.Store(query, q)
+	return q
 }
 
 // nullString maps a nullable column to a nullable field.

@@ -14,8 +14,8 @@ const userColumns = `id, brand_id, phone_number, first_name, last_name, email_ad
 	is_deleted, date_created, date_last_updated`
 
 const (
-	qUserByID    = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND id = ? AND is_deleted = 0`
-	qUserByPhone = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND phone_number = ? AND is_deleted = 0`
+	qUserByID    = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND id = ? AND is_deleted = FALSE`
+	qUserByPhone = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND phone_number = ? AND is_deleted = FALSE`
 	qInsertUser  = `INSERT INTO users (brand_id, phone_number, first_name, last_name, email_address,
 	date_of_birth, messaging_consent, postal_code, city, county, state, state_code, custom_data,
 	channel, is_deleted, date_created, date_last_updated)

@@ -42,7 +42,7 @@ CREATE TABLE users (
 	date_last_updated INTEGER NOT NULL
 );
 -- D5: a phone number is unique among a brand's users that are not deleted.
-CREATE UNIQUE INDEX users_brand_phone_live ON users (brand_id, phone_number) WHERE is_deleted = 0;
+CREATE UNIQUE INDEX users_brand_phone_live ON users (brand_id, phone_number) WHERE is_deleted = FALSE;
 
 CREATE TABLE custom_fields (
 	id                    INTEGER PRIMARY KEY,

@@ -21,7 +21,10 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg := dbf.config()
+	cfg, err := dbf.config()
+	if err != nil {
+		return err
+	}
 	a, err := app.Open(ctx, cfg) // Open migrates
 	if err != nil {
 		return err
@@ -44,7 +47,11 @@ func adminCmd(ctx context.Context, name string, args []string, getenv func(strin
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
 	}
-	a, err := app.Open(ctx, dbf.config())
+	cfg, err := dbf.config()
+	if err != nil {
+		return err
+	}
+	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/parleyhq/parley/internal/app"
@@ -31,7 +32,7 @@ func stringFlag(fs *flag.FlagSet, getenv func(string) string, name, def, help st
 
 // dbFlags are the flags every command that opens the database takes.
 type dbFlags struct {
-	db, dataDir, secretKey, phoneValidation *string
+	db, dataDir, secretKey, phoneValidation, maxConns *string
 }
 
 func addDBFlags(fs *flag.FlagSet, getenv func(string) string) *dbFlags {
@@ -40,11 +41,17 @@ func addDBFlags(fs *flag.FlagSet, getenv func(string) string) *dbFlags {
 		dataDir:         stringFlag(fs, getenv, "data-dir", app.DefaultDataDir, "directory for the default database, media, key file and dev credentials"),
 		secretKey:       stringFlag(fs, getenv, "secret-key", "", "server key sealing secrets at rest, 32 bytes base64 or hex (default: a key file in data-dir)"),
 		phoneValidation: stringFlag(fs, getenv, "phone-validation", "strict", "phone number check: strict or possible"),
+		maxConns:        stringFlag(fs, getenv, "db-max-conns", "0", "connection pool size (PostgreSQL) or reader pool size (SQLite); 0 picks one from the CPU count"),
 	}
 }
 
-func (f *dbFlags) config() app.Config {
-	return app.Config{DB: *f.db, DataDir: *f.dataDir, SecretKey: *f.secretKey, PhoneValidation: *f.phoneValidation}
+func (f *dbFlags) config() (app.Config, error) {
+	n, err := strconv.Atoi(*f.maxConns)
+	if err != nil || n < 0 {
+		return app.Config{}, fmt.Errorf("--db-max-conns: want a number ≥ 0, not %q", *f.maxConns)
+	}
+	return app.Config{DB: *f.db, DataDir: *f.dataDir, SecretKey: *f.secretKey,
+		PhoneValidation: *f.phoneValidation, DBMaxConns: n}, nil
 }
 
 // printJSON writes v indented, for --json output.

@@ -28,9 +28,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg := dbf.config()
+	cfg, err := dbf.config()
+	if err != nil {
+		return err
+	}
 	cfg.Blob = *blobURL
-	var err error
 	if cfg.MaxFileSize, err = strconv.ParseInt(*maxFile, 10, 64); err != nil || cfg.MaxFileSize < 1 {
 		return fmt.Errorf("--max-file-size: want a positive number of bytes")
 	}

@@ -65,9 +65,17 @@ func DatabaseURL(t testing.TB, dir string) string {
 	if Engine() != "postgres" {
 		return "sqlite:" + filepath.Join(dir, "parley.db")
 	}
+	return PostgresURL(t)
+}
+
+// PostgresURL creates a schema of the test's own in the database named by
+// EnvPostgresURL, drops it when the test ends, and returns a URL whose
+// search_path is that schema.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
 	base := os.Getenv(EnvPostgresURL)
 	if base == "" {
-		t.Fatalf("%s=postgres but %s is not set", envEngine, EnvPostgresURL)
+		t.Fatalf("%s is not set", EnvPostgresURL)
 	}
 	var b [6]byte
 	rand.Read(b[:])

@@ -32,6 +32,9 @@ import (
 type Config struct {
 	// DB is "sqlite:PATH"; default sqlite:<DataDir>/parley.db.
 	DB string
+	// DBMaxConns bounds the connection pool (PostgreSQL) or the reader pool
+	// (SQLite); 0 picks a default from the number of CPUs.
+	DBMaxConns int
 	// DataDir holds the default database, media, key file and dev credentials.
 	DataDir string
 	// Blob is a gocloud.dev bucket URL for media; default a directory under DataDir.
@@ -86,7 +89,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 			a.Close()
 		}
 	}()
-	if a.DB, err = OpenDB(ctx, cfg.DB); err != nil {
+	if a.DB, err = OpenDB(ctx, cfg.DB, store.Options{MaxConns: cfg.DBMaxConns, MaxReadConns: cfg.DBMaxConns}); err != nil {
 		return nil, err
 	}
 	if cfg.Now != nil {
@@ -111,13 +114,14 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		ClockSkew:     cfg.ClockSkew,
 		Now:           cfg.Now,
 		MaxUploadBody: cfg.MaxFileSize + 1<<20, // room for the multipart framing
+		Unavailable:   store.IsUnavailable,
 	})
 	return a, nil
 }
 
 // OpenDB opens and migrates the database, River's tables included.
-func OpenDB(ctx context.Context, dsn string) (*store.DB, error) {
-	db, err := store.Open(ctx, dsn, store.Options{})
+func OpenDB(ctx context.Context, dsn string, opt store.Options) (*store.DB, error) {
+	db, err := store.Open(ctx, dsn, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"io"
 	"mime"
@@ -34,6 +35,9 @@ type apiHandler func(w http.ResponseWriter, r *http.Request, req *request) error
 // h with the brand the credential belongs to.
 func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
 		req, err := s.authenticate(w, r, mode)
 		if req != nil && req.upload != nil {
 			defer func() {

@@ -50,6 +50,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		err = &parley.Error{Code: parley.ENotAuthenticated, Message: se.Error()}
 	}
 	code := parley.ErrorCode(err)
+	if code == parley.EInternal && s.Unavailable != nil && s.Unavailable(err) {
+		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "database unavailable",
+			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
+		err = parley.Errorf(parley.EUnavailable, "Service unavailable: the database cannot be reached. Try again shortly.")
+		code = parley.EUnavailable
+	}
 	status, ok := statusOf[code]
 	if !ok {
 		status = http.StatusInternalServerError

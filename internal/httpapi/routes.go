@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley"
 )
@@ -80,7 +82,9 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.DB.Ping(r.Context()); err != nil {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if err := s.DB.Ping(ctx); err != nil {
 		s.writeError(w, r, parley.Errorf(parley.EUnavailable, "Database unreachable."))
 		return
 	}

@@ -50,6 +50,12 @@ type Config struct {
 	MaxUploadBody int64
 	// TempDir holds upload bodies while their digest is checked; "" means os.TempDir.
 	TempDir string
+	// Unavailable reports errors that mean the database cannot answer now;
+	// they are 503 service_unavailable instead of 500.
+	Unavailable func(error) bool
+	// RequestTimeout bounds the work of one API request, so a database
+	// that stops answering yields a 503 instead of a hang; 0 means 15 s.
+	RequestTimeout time.Duration
 }
 
 // Server is the HTTP API.
@@ -71,6 +77,9 @@ func New(cfg Config) *Server {
 	}
 	if s.MaxUploadBody == 0 {
 		s.MaxUploadBody = 6 << 20
+	}
+	if s.RequestTimeout == 0 {
+		s.RequestTimeout = 15 * time.Second
 	}
 	s.verifier = signing.Verifier{Skew: cfg.ClockSkew, Now: cfg.Now}
 	mux := http.NewServeMux()

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/apitest"
+)
+
+// envAsParley makes the test binary behave as the parley command, so tests
+// can start real `parley serve` processes without building anything.
+const envAsParley = "PARLEY_TEST_AS_PARLEY"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envAsParley) == "1" {
+		os.Args = append([]string{"parley"}, strings.Fields(os.Getenv("PARLEY_TEST_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// startProcess runs `parley serve` as a child process and returns its URL.
+func startProcess(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), append(env, envAsParley+"=1", "PARLEY_TEST_ARGS="+strings.Join(args, " "))...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), "Parley is serving on "); ok {
+				found <- strings.Fields(rest)[0]
+			}
+		}
+	}()
+	select {
+	case u := <-found:
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatal("parley serve did not start")
+	}
+	return ""
+}
+
+// TestScaleOut starts two parley serve processes on one PostgreSQL database
+// and shows they act as one service (issue #3).
+func TestScaleOut(t *testing.T) {
+	if os.Getenv(apitest.EnvPostgresURL) == "" {
+		t.Skip("needs PostgreSQL: set " + apitest.EnvPostgresURL)
+	}
+	dbURL := apitest.PostgresURL(t)
+	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	e := env(map[string]string{"PARLEY_DB": dbURL, "PARLEY_SECRET_KEY": key, "PARLEY_DATA_DIR": t.TempDir()})
+	out, err := runCmd(t, e, "brand", "create", "--name", "Acme", "--phone", "+14155550100", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var brand struct{ ID int64 }
+	json.Unmarshal([]byte(out), &brand)
+	out, err = runCmd(t, e, "credential", "create", "--brand", fmt.Sprint(brand.ID), "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cred struct{ Username, Secret string }
+	json.Unmarshal([]byte(out), &cred)
+
+	nodeEnv := []string{"PARLEY_DB=" + dbURL, "PARLEY_SECRET_KEY=" + key}
+	urlA := startProcess(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), "serve", "--addr", "127.0.0.1:0")
+	urlB := startProcess(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), "serve", "--addr", "127.0.0.1:0")
+	if urlA == urlB {
+		t.Fatalf("both nodes on %s", urlA)
+	}
+	a := client.New(urlA, cred.Username, cred.Secret)
+	b := client.New(urlB, cred.Username, cred.Secret)
+	ctx := t.Context()
+
+	// Written through A, read and changed through B, seen again through A.
+	u, err := a.CreateUser(ctx, parley.UserCreate{PhoneNumber: parley.Some("+14155552671")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.FindUserByPhone(ctx, "+14155552671")
+	if err != nil || got.ID != u.ID {
+		t.Fatalf("node B lookup: %v %v", got, err)
+	}
+	if _, err := b.UpdateUser(ctx, u.ID, parley.UserUpdate{UserFields: parley.UserFields{FirstName: parley.Some("Ann")}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.GetUser(ctx, u.ID); err != nil || got.FirstName == nil || *got.FirstName != "Ann" {
+		t.Fatalf("node A after B's update: %+v %v", got, err)
+	}
+
+	// Concurrent creates of one number through both nodes: exactly one wins.
+	const tries = 20
+	var wg sync.WaitGroup
+	results := make(chan error, tries)
+	for i := range tries {
+		c := a
+		if i%2 == 1 {
+			c = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.CreateUser(ctx, parley.UserCreate{PhoneNumber: parley.Some("+14155559999")})
+			results <- err
+		}()
+	}
+	wg.Wait()
+	close(results)
+	created, conflicts := 0, 0
+	for err := range results {
+		var ae *client.Error
+		switch {
+		case err == nil:
+			created++
+		case errors.As(err, &ae) && ae.StatusCode == 409 && ae.Type == parley.EDuplicate:
+			conflicts++
+		default:
+			t.Errorf("unexpected answer: %v", err)
+		}
+	}
+	if created != 1 || conflicts != tries-1 {
+		t.Errorf("concurrent creates: %d created, %d conflicts; want 1 and %d", created, conflicts, tries-1)
+	}
+}

@@ -1,0 +1,134 @@
+package httpapi_test
+
+import (
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/apitest"
+	"github.com/parleyhq/parley/internal/app"
+)
+
+// outageProxy forwards TCP to PostgreSQL and can cut every connection, to
+// simulate the database going away and coming back.
+type outageProxy struct {
+	target string
+	mu     sync.Mutex
+	ln     net.Listener
+	addr   string
+	conns  []net.Conn
+}
+
+func newOutageProxy(t *testing.T, target string) *outageProxy {
+	p := &outageProxy{target: target}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *outageProxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+}
+
+// cut closes the listener and every connection: the database is gone.
+func (p *outageProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// restore listens again on the same address: the database is back.
+func (p *outageProxy) restore(t *testing.T) {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.serve(ln)
+}
+
+// TestDatabaseOutage: when the database goes away the API answers 503
+// service_unavailable, not 500 and not a hang, and recovers by itself when
+// it returns (issue #3).
+func TestDatabaseOutage(t *testing.T) {
+	if apitest.Engine() != "postgres" {
+		t.Skip("needs PostgreSQL (PARLEY_TEST_POSTGRES_URL)")
+	}
+	t.Parallel()
+	var proxy *outageProxy
+	e := apitest.New(t, func(c *app.Config) {
+		u, err := url.Parse(c.DB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy = newOutageProxy(t, u.Host)
+		u.Host = proxy.addr
+		c.DB = u.String()
+	})
+	u := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+14155552671")})
+
+	proxy.cut()
+	start := time.Now()
+	_, err := e.A.GetUser(e.Ctx, u.ID)
+	wantAPIError(t, err, 503, parley.EUnavailable)
+	_, err = e.A.CreateUser(e.Ctx, parley.UserCreate{PhoneNumber: parley.Some("+14155552672")})
+	wantAPIError(t, err, 503, parley.EUnavailable)
+	if elapsed := time.Since(start); elapsed > 12*time.Second {
+		t.Errorf("outage answers took %v; they must not hang", elapsed)
+	}
+	resp := mustDo(t, e.A, "GET", "/users/"+itoa(u.ID), nil)
+	if resp.StatusCode != 503 {
+		t.Errorf("status %d during outage", resp.StatusCode)
+	}
+
+	proxy.restore(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := e.A.GetUser(e.Ctx, u.ID)
+		if err == nil && got.ID == u.ID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("did not recover after the database returned: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := e.A.CreateUser(e.Ctx, parley.UserCreate{PhoneNumber: parley.Some("+14155552672")}); err != nil {
+		t.Errorf("write after recovery: %v", err)
+	}
+}

@@ -18,7 +18,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/fileblob" // file:// buckets
+	_ "gocloud.dev/blob/azureblob" // azblob:// buckets
+	_ "gocloud.dev/blob/fileblob"  // file:// buckets
+	_ "gocloud.dev/blob/gcsblob"   // gs:// buckets
+	_ "gocloud.dev/blob/s3blob"    // s3:// buckets (AWS and S3-compatible stores)
 
 	"github.com/parleyhq/parley/internal/httpapi"
 	"github.com/parleyhq/parley/internal/jobs"

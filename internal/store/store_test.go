@@ -1,0 +1,155 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/apitest"
+	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// TestMain runs the store tests on SQLite and, when PARLEY_TEST_POSTGRES_URL
+// is set, on PostgreSQL (issue #3).
+func TestMain(m *testing.M) { apitest.Main(m) }
+
+// mustOpenDB returns a migrated, empty database of the engine under test.
+func mustOpenDB(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := app.OpenDB(context.Background(), apitest.DatabaseURL(t, t.TempDir()), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func mustBrand(t *testing.T, db *store.DB) int64 {
+	t.Helper()
+	b := &parley.Brand{Name: "B", PhoneNumber: "+14155550100"}
+	if err := db.WithTx(t.Context(), func(tx *store.Tx) error { return tx.CreateBrand(t.Context(), b) }); err != nil {
+		t.Fatal(err)
+	}
+	return b.ID
+}
+
+func insertUser(t *testing.T, db *store.DB, u *parley.User) error {
+	t.Helper()
+	return db.WithTx(t.Context(), func(tx *store.Tx) error {
+		u.DateCreated = parley.Time{Time: tx.Now()}
+		u.DateLastUpdated = u.DateCreated
+		return tx.InsertUser(t.Context(), u)
+	})
+}
+
+func TestUniquePhoneAmongLiveUsers(t *testing.T) {
+	t.Parallel()
+	db := mustOpenDB(t)
+	brand, other := mustBrand(t, db), mustBrand(t, db)
+	u := &parley.User{BrandID: brand, PhoneNumber: "+14155552671"}
+	if err := insertUser(t, db, u); err != nil {
+		t.Fatal(err)
+	}
+	err := insertUser(t, db, &parley.User{BrandID: brand, PhoneNumber: "+14155552671"})
+	if parley.ErrorCode(err) != parley.EDuplicate {
+		t.Fatalf("duplicate insert: %v, want EDuplicate mapped from the engine's unique violation", err)
+	}
+	if err := insertUser(t, db, &parley.User{BrandID: other, PhoneNumber: "+14155552671"}); err != nil {
+		t.Errorf("another brand's user with the number: %v", err)
+	}
+	u.IsDeleted = true
+	if err := db.WithTx(t.Context(), func(tx *store.Tx) error { return tx.UpdateUser(t.Context(), u) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := insertUser(t, db, &parley.User{BrandID: brand, PhoneNumber: "+14155552671"}); err != nil {
+		t.Errorf("number of a deleted user not reusable: %v", err)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	now := time.Date(2026, 11, 21, 22, 12, 32, 123456789, time.UTC)
+	db.Now = func() time.Time { return now }
+	consent := false
+	name := "Zoë"
+	in := &parley.User{BrandID: brand, PhoneNumber: "+14155552671", FirstName: &name, MessagingConsent: &consent,
+		CustomData: []byte(`{"b":1.0,"a":[1,"x"]}`),
+		Location:   &parley.Location{PostalCode: &name}}
+	if err := insertUser(t, db, in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.FindUserByID(t.Context(), brand, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.DateCreated.Equal(now.Truncate(time.Microsecond)) {
+		t.Errorf("date_created %v, want %v to the microsecond", got.DateCreated, now)
+	}
+	if string(got.CustomData) != `{"b":1.0,"a":[1,"x"]}` {
+		t.Errorf("custom_data %s: JSON must come back exactly as stored", got.CustomData)
+	}
+	if got.MessagingConsent == nil || *got.MessagingConsent || *got.FirstName != name || got.LastName != nil {
+		t.Errorf("got %+v", got)
+	}
+	if _, err := db.FindUserByID(t.Context(), brand+1, in.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("another brand's id: %v, want ErrNotFound", err)
+	}
+}
+
+func TestWithTxRollsBack(t *testing.T) {
+	t.Parallel()
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	boom := errors.New("boom")
+	err := db.WithTx(t.Context(), func(tx *store.Tx) error {
+		u := &parley.User{BrandID: brand, PhoneNumber: "+14155552671"}
+		if err := tx.InsertUser(t.Context(), u); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := db.FindUserByPhone(t.Context(), brand, "+14155552671"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a rolled-back insert is visible: %v", err)
+	}
+}
+
+func TestListMessagesNewestFirst(t *testing.T) {
+	t.Parallel()
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	u := &parley.User{BrandID: brand, PhoneNumber: "+14155552671"}
+	if err := insertUser(t, db, u); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		err := db.WithTx(t.Context(), func(tx *store.Tx) error {
+			return tx.InsertMessage(t.Context(), &parley.Message{BrandID: brand, UserID: u.ID, Direction: "outbound",
+				Status: "queued", Type: "CONVERSATIONAL", Body: "x", DateCreated: parley.Time{Time: tx.Now()}})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := db.ListMessages(t.Context(), brand, u.ID, 0, 3)
+	if err != nil || len(page) != 3 || page[0].ID < page[1].ID {
+		t.Fatalf("page: %v %v", page, err)
+	}
+	rest, err := db.ListMessages(t.Context(), brand, 0, page[2].ID, 10)
+	if err != nil || len(rest) != 2 || rest[0].ID >= page[2].ID {
+		t.Fatalf("rest: %v %v", rest, err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	if got := store.Redact("postgres://u:secret@h/db"); got != "postgres://u:xxxxx@h/db" {
+		t.Errorf("Redact = %q", got)
+	}
+}

@@ -68,6 +68,13 @@ func (m Mode) String() string {
 // extension, non-ASCII digits) makes s invalid. An unknown mode is treated
 // as invalid for every input.
 func Normalize(s string, m Mode) (e164 string, ok bool) {
+	return normalize(s, m, true)
+}
+
+// normalize implements Normalize. With fast set, inputs that the fast path
+// (fastAccept) can vouch for skip phonenumbers; the result is the same
+// either way.
+func normalize(s string, m Mode, fast bool) (string, bool) {
 	if m != Strict && m != Possible {
 		return "", false
 	}
@@ -107,6 +114,15 @@ func Normalize(s string, m Mode) (e164 string, ok bool) {
 		compact = string(buf[:n])
 	}
 
+	if fast && fastAccept(compact, m) {
+		return compact, true
+	}
+	return normalizeSlow(compact, m)
+}
+
+// normalizeSlow normalises compact, which is "+" followed by 1–15 ASCII
+// digits, using phonenumbers.
+func normalizeSlow(compact string, m Mode) (string, bool) {
 	out, ok := normalizeCompact(compact, m)
 	if !ok {
 		return "", false

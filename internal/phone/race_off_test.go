@@ -1,0 +1,5 @@
+//go:build !race
+
+package phone_test
+
+const raceEnabled = false

@@ -73,3 +73,17 @@ type MessageService interface {
 	// ListMessages returns one page and the cursor of the next ("" at the end).
 	ListMessages(ctx context.Context, brandID int64, f MessageFilter) ([]*Message, string, error)
 }
+
+// statusFrom lists, for each status a message can move to, the statuses it
+// may move from. Transitions only go forward (D8): a late "sent" after
+// "delivered" changes nothing.
+var statusFrom = map[string][]string{
+	StatusSent:        {StatusQueued},
+	StatusDelivered:   {StatusQueued, StatusSent},
+	StatusUndelivered: {StatusQueued, StatusSent},
+	StatusFailed:      {StatusQueued, StatusSent},
+}
+
+// StatusFrom returns the statuses a message may be in to move to status;
+// none for queued (nothing moves back to it) or an unknown status.
+func StatusFrom(status string) []string { return statusFrom[status] }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -25,6 +26,7 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
+	cfg.Role = "api"             // no workers for an admin command
 	a, err := app.Open(ctx, cfg) // Open migrates
 	if err != nil {
 		return err
@@ -51,6 +53,7 @@ func adminCmd(ctx context.Context, name string, args []string, getenv func(strin
 	if err != nil {
 		return err
 	}
+	cfg.Role = "api" // no workers for an admin command
 	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -60,18 +63,55 @@ func adminCmd(ctx context.Context, name string, args []string, getenv func(strin
 }
 
 func runBrand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	verb, rest, err := parseSub(args, "create", "list")
+	verb, rest, err := parseSub(args, "create", "list", "update")
 	if err != nil {
 		return fmt.Errorf("brand: %w", err)
 	}
-	var name, phone *string
+	var id int64
+	if verb == "update" {
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+			return errors.New("brand update: want ID")
+		}
+		if id, err = strconv.ParseInt(rest[0], 10, 64); err != nil {
+			return fmt.Errorf("brand update: bad id %q", rest[0])
+		}
+		rest = rest[1:]
+	}
+	var name, phone, help, stop, start *string
+	var flags *flagSet
 	return adminCmd(ctx, "brand "+verb, rest, getenv, func(fs *flagSet) {
-		if verb == "create" {
-			name = fs.String("name", "", "brand name (required)")
-			phone = fs.String("phone", "", "the brand's sending number, E.164 (required)")
+		flags = fs
+		if verb != "list" {
+			name = fs.String("name", "", "brand name")
+			phone = fs.String("phone", "", "the brand's sending number, E.164")
+		}
+		if verb == "update" {
+			help = fs.String("help-reply", "", "answer to HELP/INFO")
+			stop = fs.String("stop-reply", "", "confirmation of STOP and the other opt-out keywords")
+			start = fs.String("start-reply", "", "confirmation of START/UNSTOP/YES")
 		}
 	}, func(a *app.App, asJSON bool) error {
 		switch verb {
+		case "update":
+			var u store.BrandUpdate
+			fs := map[string]**string{"name": &u.Name, "phone": &u.PhoneNumber, "help-reply": &u.HelpReply,
+				"stop-reply": &u.StopReply, "start-reply": &u.StartReply}
+			vals := map[string]*string{"name": name, "phone": phone, "help-reply": help, "stop-reply": stop, "start-reply": start}
+			// Only the flags given change: --help-reply '' clears, no flag keeps.
+			flags.Visit(func(f *flag.Flag) {
+				if dst, ok := fs[f.Name]; ok {
+					*dst = vals[f.Name]
+				}
+			})
+			b, err := a.Service.UpdateBrand(ctx, id, u)
+			if err != nil {
+				return describe(err)
+			}
+			if asJSON {
+				return printJSON(stdout, brandJSON(b))
+			}
+			fmt.Fprintf(stdout, "Updated brand %d %q %s\n", b.ID, b.Name, b.PhoneNumber)
+			return nil
 		case "create":
 			b, err := a.Service.CreateBrand(ctx, *name, *phone)
 			if err != nil {

@@ -25,6 +25,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	maxFile := stringFlag(fs, getenv, "max-file-size", "5242880", "largest upload in bytes")
 	skew := stringFlag(fs, getenv, "clock-skew", "300s", "accepted x-date drift of signed requests")
 	logFormat := stringFlag(fs, getenv, "log-format", "", "text or json (default: text on a terminal, json otherwise)")
+	role := stringFlag(fs, getenv, "role", "all", "what this node does: all, api (HTTP API only) or worker (delivery only)")
+	provider := stringFlag(fs, getenv, "provider", "sim", "SMS provider: sim (local simulator) or twilio")
+	publicURL := stringFlag(fs, getenv, "public-url", "", "URL at which providers reach this service (default: http://<addr>)")
+	workers := stringFlag(fs, getenv, "workers", "50", "deliveries worked at once on this node")
+	rescue := stringFlag(fs, getenv, "job-rescue-after", "1m", "how long a silent running job waits before it is taken over")
+	simDelay := stringFlag(fs, getenv, "sim-delay", "500ms", "sim provider: time from sent to delivered")
+	twSID := stringFlag(fs, getenv, "twilio-account-sid", "", "Twilio account SID")
+	twToken := stringFlag(fs, getenv, "twilio-auth-token", "", "Twilio auth token")
+	twService := stringFlag(fs, getenv, "twilio-messaging-service-sid", "", "Twilio Messaging Service SID (instead of the brand's number as From)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -39,28 +48,51 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if cfg.ClockSkew, err = time.ParseDuration(*skew); err != nil || cfg.ClockSkew <= 0 {
 		return fmt.Errorf("--clock-skew: want a positive duration such as 300s")
 	}
+	if cfg.Workers, err = strconv.Atoi(*workers); err != nil || cfg.Workers < 1 {
+		return fmt.Errorf("--workers: want a positive number")
+	}
+	if cfg.JobRescueAfter, err = time.ParseDuration(*rescue); err != nil || cfg.JobRescueAfter <= 0 {
+		return fmt.Errorf("--job-rescue-after: want a positive duration such as 1m")
+	}
+	if cfg.SimDelay, err = time.ParseDuration(*simDelay); err != nil || cfg.SimDelay < 0 {
+		return fmt.Errorf("--sim-delay: want a duration such as 500ms")
+	}
+	if cfg.SimDelay == 0 {
+		cfg.SimDelay = -1 // at once
+	}
+	cfg.Role, cfg.Provider = *role, *provider
+	cfg.Twilio = app.TwilioConfig{AccountSID: *twSID, AuthToken: *twToken, MessagingServiceSID: *twService}
 	logger, err := newLogger(*logFormat, stderr)
 	if err != nil {
 		return err
 	}
 	cfg.Logger = logger
 
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	baseURL := "http://" + displayAddr(ln.Addr())
+	cfg.PublicURL = *publicURL
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = baseURL
+	}
+
 	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	baseURL := "http://" + displayAddr(ln.Addr())
 	if err := firstRun(ctx, a, baseURL, stdout); err != nil {
 		ln.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "Parley is serving on %s (database %s)\n", baseURL, store.Redact(a.Config.DB))
+	if err := a.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Parley is serving on %s (database %s, role %s, provider %s)\n",
+		baseURL, store.Redact(a.Config.DB), a.Config.Role, a.Config.Provider)
 
 	srv := &http.Server{
 		Handler:           a.Server.Handler(),
@@ -80,6 +112,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return err
+	}
+	if err := a.Stop(shutdownCtx); err != nil {
 		return err
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {

@@ -7,24 +7,29 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob:// buckets
 	_ "gocloud.dev/blob/fileblob"  // file:// buckets
 	_ "gocloud.dev/blob/gcsblob"   // gs:// buckets
 	_ "gocloud.dev/blob/s3blob"    // s3:// buckets (AWS and S3-compatible stores)
 
+	"github.com/parleyhq/parley/internal/delivery"
+	"github.com/parleyhq/parley/internal/delivery/sim"
+	"github.com/parleyhq/parley/internal/delivery/twilio"
 	"github.com/parleyhq/parley/internal/httpapi"
 	"github.com/parleyhq/parley/internal/jobs"
+	"github.com/parleyhq/parley/internal/metrics"
 	"github.com/parleyhq/parley/internal/phone"
 	"github.com/parleyhq/parley/internal/secretbox"
 	"github.com/parleyhq/parley/internal/service"
@@ -54,6 +59,30 @@ type Config struct {
 	Logger    *slog.Logger
 	// Now replaces the clock in tests.
 	Now func() time.Time
+
+	// Role is what this node does: "all" (default), "api" (HTTP API only) or
+	// "worker" (delivery workers; HTTP serves only health and metrics).
+	Role string
+	// Provider sends messages: "sim" (default) or "twilio".
+	Provider string
+	// PublicURL is where providers reach this service: media links and
+	// Twilio's callbacks are built on it. Default: the listen address.
+	PublicURL string
+	// Twilio configures the twilio provider.
+	Twilio TwilioConfig
+	// Workers is how many deliveries run at once on a worker node; 0 means 50.
+	Workers int
+	// JobRescueAfter is how long a running job may stay silent before it is
+	// taken over (after a crash); 0 means 1 minute.
+	JobRescueAfter time.Duration
+	// SimDelay is how long the sim provider takes to report delivery; 0
+	// means 500 ms, a negative value means at once.
+	SimDelay time.Duration
+}
+
+// TwilioConfig holds the Twilio account the twilio provider sends through.
+type TwilioConfig struct {
+	AccountSID, AuthToken, MessagingServiceSID string
 }
 
 // DefaultDataDir is where a zero-setup install keeps its state.
@@ -61,18 +90,29 @@ const DefaultDataDir = "./parley-data"
 
 // App is a running Parley.
 type App struct {
-	DB      *store.DB
-	Queue   *jobs.Queue
-	Bucket  *blob.Bucket
-	Service *service.Service
-	Server  *httpapi.Server
-	Config  Config
+	DB       *store.DB
+	Queue    *jobs.Queue
+	Bucket   *blob.Bucket
+	Service  *service.Service
+	Server   *httpapi.Server
+	Metrics  *metrics.Metrics
+	Provider delivery.Provider
+	Sim      *sim.Provider // when Provider is the simulator
+	Config   Config
+
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // Open opens the database (migrating it), the queue and the bucket, and
 // builds the services and the HTTP server.
 func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	cfg = withDefaults(cfg)
+	switch cfg.Role {
+	case "all", "api", "worker":
+	default:
+		return nil, fmt.Errorf("app: unknown role %q (want all, api or worker)", cfg.Role)
+	}
 	mode, err := phone.ParseMode(cfg.PhoneValidation)
 	if err != nil {
 		return nil, err
@@ -98,28 +138,109 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Now != nil {
 		a.DB.Now = cfg.Now
 	}
-	if a.Queue, err = jobs.Open(a.DB.Writer(), a.DB.Engine()); err != nil {
-		return nil, err
-	}
 	if a.Bucket, err = openBucket(ctx, cfg); err != nil {
 		return nil, err
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("parley media links"))
-	a.Service = service.New(a.DB, a.Queue, a.Bucket, box, mac.Sum(nil))
+	// The service enqueues through the queue, and the queue's workers call
+	// the service: the queue is set once both exist.
+	enq := &lateQueue{}
+	a.Service = service.New(a.DB, enq, a.Bucket, box, mac.Sum(nil))
 	a.Service.PhoneMode = mode
 	a.Service.MaxFileSize = cfg.MaxFileSize
+	a.Metrics = metrics.New(a.DB)
+
+	var extra map[string]http.Handler
+	switch cfg.Provider {
+	case "sim":
+		a.Sim = sim.New(a.DB)
+		a.Sim.Logger = cfg.Logger
+		if cfg.Now != nil {
+			a.Sim.Now = cfg.Now
+		}
+		if cfg.SimDelay != 0 {
+			a.Sim.Delay = max(0, cfg.SimDelay)
+		}
+		a.Provider = a.Sim
+	case "twilio":
+		tw, err := twilio.New(twilio.Config{AccountSID: cfg.Twilio.AccountSID, AuthToken: cfg.Twilio.AuthToken,
+			MessagingServiceSID: cfg.Twilio.MessagingServiceSID, PublicURL: cfg.PublicURL})
+		if err != nil {
+			return nil, err
+		}
+		a.Provider = tw
+		extra = map[string]http.Handler{
+			"POST /providers/twilio/status":  tw.StatusHandler(a.Service),
+			"POST /providers/twilio/inbound": tw.InboundHandler(a.Service),
+		}
+	default:
+		return nil, fmt.Errorf("app: unknown provider %q (want sim or twilio)", cfg.Provider)
+	}
+	a.Service.SetDelivery(a.Provider, cfg.PublicURL, a.Metrics, cfg.Logger)
+
+	var wc *jobs.WorkerConfig
+	if cfg.Role != "api" {
+		wc = &jobs.WorkerConfig{Deliverer: a.Service, Concurrency: cfg.Workers, RescueAfter: cfg.JobRescueAfter,
+			Logger: slog.New(slog.DiscardHandler)}
+	}
+	if a.Queue, err = jobs.Open(a.DB.Writer(), a.DB.Engine(), wc); err != nil {
+		return nil, err
+	}
+	enq.q = a.Queue
 	a.Server = httpapi.New(httpapi.Config{
 		Users: a.Service, Messages: a.Service, Files: a.Service, Brands: a.Service,
 		Credentials: a.Service, Media: a.Service, DB: a.DB,
 		Logger:        cfg.Logger,
-		Metrics:       promhttp.Handler(),
+		Metrics:       a.Metrics.Handler(),
 		ClockSkew:     cfg.ClockSkew,
 		Now:           cfg.Now,
 		MaxUploadBody: cfg.MaxFileSize + 1<<20, // room for the multipart framing
 		Unavailable:   store.IsUnavailable,
+		OpsOnly:       cfg.Role == "worker",
+		Extra:         extra,
 	})
 	return a, nil
+}
+
+// lateQueue forwards to the queue once it exists.
+type lateQueue struct{ q *jobs.Queue }
+
+func (l *lateQueue) EnqueueDelivery(ctx context.Context, tx *sql.Tx, brandID, messageID int64) error {
+	return l.q.EnqueueDelivery(ctx, tx, brandID, messageID)
+}
+
+// Start runs the background work of the node's role: the job workers and,
+// with the sim provider, its status reports. Stop ends them.
+func (a *App) Start(ctx context.Context) error {
+	if a.Config.Role == "api" {
+		return nil
+	}
+	ctx, a.stop = context.WithCancel(context.WithoutCancel(ctx))
+	if err := a.Queue.Start(ctx); err != nil {
+		return err
+	}
+	a.done = make(chan struct{})
+	go func() {
+		defer close(a.done)
+		if a.Sim != nil {
+			a.Sim.Run(ctx, a.Service)
+		}
+	}()
+	return nil
+}
+
+// Stop lets running deliveries finish (until ctx ends) and stops the
+// background work.
+func (a *App) Stop(ctx context.Context) error {
+	if a.stop == nil {
+		return nil
+	}
+	err := a.Queue.Stop(ctx)
+	a.stop()
+	<-a.done
+	a.stop = nil
+	return err
 }
 
 // OpenDB opens and migrates the database, River's tables included.
@@ -142,6 +263,11 @@ func OpenDB(ctx context.Context, dsn string, opt store.Options) (*store.DB, erro
 // Close releases everything Open acquired.
 func (a *App) Close() error {
 	var errs []error
+	if a.stop != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, a.Stop(ctx))
+		cancel()
+	}
 	if a.Bucket != nil {
 		errs = append(errs, a.Bucket.Close())
 	}
@@ -166,6 +292,15 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Role == "" {
+		cfg.Role = "all"
+	}
+	if cfg.Provider == "" {
+		cfg.Provider = "sim"
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 50
 	}
 	return cfg
 }

@@ -42,8 +42,15 @@ func (s *Server) routeTable() []route {
 		{"GET", v1 + "/custom_data", s.authed(noBody, s.listCustomFields)},
 		{"GET", v1 + "/brand", s.authed(noBody, s.getBrand)},
 	}
+	if s.OpsOnly {
+		r = r[:2] // healthz, readyz
+	}
 	if s.Metrics != nil {
 		r = append(r, route{"GET", "/metrics", s.Metrics})
+	}
+	for pattern, h := range s.Extra {
+		method, path, _ := strings.Cut(pattern, " ")
+		r = append(r, route{method, path, h})
 	}
 	return r
 }

@@ -53,6 +53,11 @@ type Config struct {
 	// Unavailable reports errors that mean the database cannot answer now;
 	// they are 503 service_unavailable instead of 500.
 	Unavailable func(error) bool
+	// OpsOnly serves only /healthz, /readyz and /metrics (a worker node).
+	OpsOnly bool
+	// Extra are more routes by pattern ("POST /providers/twilio/status"):
+	// the provider's callbacks, which verify their own signatures.
+	Extra map[string]http.Handler
 	// RequestTimeout bounds the work of one API request, so a database
 	// that stops answering yields a 503 instead of a hang; 0 means 15 s.
 	RequestTimeout time.Duration

@@ -3,9 +3,12 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
@@ -26,7 +29,41 @@ func (DeliverMessageArgs) Kind() string { return "deliver_message" }
 
 // Queue is a River client bound to Parley's database.
 type Queue struct {
-	client *river.Client[*sql.Tx]
+	client  *river.Client[*sql.Tx]
+	working bool
+}
+
+// Deliverer makes one delivery attempt (the service implements it).
+type Deliverer interface {
+	Deliver(ctx context.Context, brandID, messageID int64, attempt int, final bool) error
+}
+
+// WorkerConfig turns a queue into one that also works jobs.
+type WorkerConfig struct {
+	Deliverer Deliverer
+	// Concurrency is how many deliveries run at once on this node.
+	Concurrency int
+	// RescueAfter is how long a job may run before another node or a
+	// restart takes it over, as after a crash; default 1 minute.
+	RescueAfter time.Duration
+	// PollInterval bounds how long a new job waits to be noticed (SQLite has
+	// no LISTEN/NOTIFY); default 50 ms.
+	PollInterval time.Duration
+	Logger       *slog.Logger
+}
+
+type deliverWorker struct {
+	river.WorkerDefaults[DeliverMessageArgs]
+	d Deliverer
+}
+
+func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverMessageArgs]) error {
+	return w.d.Deliver(ctx, job.Args.BrandID, job.Args.MessageID, job.Attempt, job.Attempt >= job.MaxAttempts)
+}
+
+// Timeout bounds one attempt, provider call included.
+func (w *deliverWorker) Timeout(*river.Job[DeliverMessageArgs]) time.Duration {
+	return 30 * time.Second
 }
 
 // driver returns River's driver for the engine. Both take a *sql.DB, so the
@@ -38,14 +75,42 @@ func driver(db *sql.DB, engine string) riverdriver.Driver[*sql.Tx] {
 	return riversqlite.New(db)
 }
 
-// Open returns an insert-only queue on db (the store's writer pool) for the
-// engine ("sqlite" or "postgres"). Workers come with the delivery pipeline.
-func Open(db *sql.DB, engine string) (*Queue, error) {
-	c, err := river.NewClient(driver(db, engine), &river.Config{})
+// Open returns a queue on db (the store's writer pool) for the engine
+// ("sqlite" or "postgres"). With w nil it only inserts jobs (role api);
+// otherwise Start works them.
+func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
+	cfg := &river.Config{}
+	if w != nil {
+		workers := river.NewWorkers()
+		river.AddWorker(workers, &deliverWorker{d: w.Deliverer})
+		cfg.Workers = workers
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(1, w.Concurrency)}}
+		cfg.RescueStuckJobsAfter = cmp.Or(w.RescueAfter, time.Minute)
+		cfg.FetchPollInterval = cmp.Or(w.PollInterval, 50*time.Millisecond)
+		cfg.FetchCooldown = 5 * time.Millisecond
+		cfg.Logger = w.Logger
+	}
+	c, err := river.NewClient(driver(db, engine), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	return &Queue{client: c}, nil
+	return &Queue{client: c, working: w != nil}, nil
+}
+
+// Start begins working jobs; a queue opened without workers does nothing.
+func (q *Queue) Start(ctx context.Context) error {
+	if !q.working {
+		return nil
+	}
+	return q.client.Start(ctx)
+}
+
+// Stop lets running jobs finish (until ctx ends) and stops working.
+func (q *Queue) Stop(ctx context.Context) error {
+	if !q.working {
+		return nil
+	}
+	return q.client.Stop(ctx)
 }
 
 // Migrate creates or upgrades River's tables.

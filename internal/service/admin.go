@@ -67,6 +67,33 @@ func (s *Service) CreateBrand(ctx context.Context, name, phoneNumber string) (*p
 	return b, nil
 }
 
+// UpdateBrand changes a brand's name, number or keyword replies (D12).
+func (s *Service) UpdateBrand(ctx context.Context, id int64, u store.BrandUpdate) (*parley.Brand, error) {
+	if u.Name != nil && strings.TrimSpace(*u.Name) == "" {
+		return nil, invalid("name", "must not be empty")
+	}
+	if u.PhoneNumber != nil {
+		e164, err := s.normalizePhone(*u.PhoneNumber)
+		if err != nil {
+			return nil, err
+		}
+		u.PhoneNumber = &e164
+	}
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.UpdateBrand(ctx, id, u) })
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, parley.Errorf(parley.ENotFound, "Brand [%d] not found.", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.FindBrand(ctx, id)
+}
+
+// BrandReplies returns a brand's keyword replies ("" means the default).
+func (s *Service) BrandReplies(ctx context.Context, id int64) (store.BrandReplies, error) {
+	return s.db.FindBrandReplies(ctx, id)
+}
+
 // ListBrands returns every brand.
 func (s *Service) ListBrands(ctx context.Context) ([]*parley.Brand, error) {
 	return s.db.ListBrands(ctx)

@@ -7,12 +7,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
 	"gocloud.dev/blob"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/delivery"
 	"github.com/parleyhq/parley/internal/phone"
 	"github.com/parleyhq/parley/internal/secretbox"
 	"github.com/parleyhq/parley/internal/store"
@@ -46,6 +48,11 @@ type Service struct {
 
 	credMu sync.RWMutex
 	creds  map[string]cachedCredential
+
+	provider  delivery.Provider
+	publicURL string
+	metrics   DeliveryMetrics
+	logger    *slog.Logger
 }
 
 // New returns a Service on db, queue, the media bucket, the box that seals
@@ -58,6 +65,7 @@ func New(db *store.DB, queue Enqueuer, bucket *blob.Bucket, box *secretbox.Box, 
 		MaxFileSize:   DefaultMaxFileSize,
 		CredentialTTL: 10 * time.Second,
 		creds:         make(map[string]cachedCredential),
+		logger:        slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -67,6 +75,7 @@ var (
 	_ parley.FileService      = (*Service)(nil)
 	_ parley.BrandService     = (*Service)(nil)
 	_ parley.CredentialSource = (*Service)(nil)
+	_ delivery.Sink           = (*Service)(nil)
 )
 
 // FindBrand implements parley.BrandService.

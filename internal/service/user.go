@@ -19,7 +19,10 @@ func (s *Service) CreateUser(ctx context.Context, brandID int64, in parley.UserC
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
 		u.DateCreated = parley.Time{Time: tx.Now()}
 		u.DateLastUpdated = u.DateCreated
-		return tx.InsertUser(ctx, u)
+		if err := tx.InsertUser(ctx, u); err != nil {
+			return err
+		}
+		return recordAPIConsent(ctx, tx, u, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -170,12 +173,28 @@ func (s *Service) UpdateUser(ctx context.Context, brandID, id int64, in parley.U
 			return nil
 		}
 		u.DateLastUpdated = parley.Time{Time: tx.Now()}
-		return tx.UpdateUser(ctx, u)
+		if err := tx.UpdateUser(ctx, u); err != nil {
+			return err
+		}
+		return recordAPIConsent(ctx, tx, u, before.MessagingConsent)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// recordAPIConsent appends a consent event when create or update changed
+// messaging_consent.
+func recordAPIConsent(ctx context.Context, tx *store.Tx, u *parley.User, prev *bool) error {
+	if equalBoolPtr(prev, u.MessagingConsent) {
+		return nil
+	}
+	return tx.InsertConsentEvent(ctx, u.BrandID, store.ConsentEvent{UserID: u.ID, Previous: prev, New: u.MessagingConsent, Source: "api"})
+}
+
+func equalBoolPtr(a, b *bool) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 // DeleteUser implements parley.UserService.

@@ -1,0 +1,82 @@
+// Package delivery is the boundary between Parley and SMS providers: the
+// Provider interface that sends, and the updates and inbound messages that
+// providers report back. Implementations live in sim/ and twilio/.
+package delivery
+
+import (
+	"context"
+	"time"
+)
+
+// Message is what a provider needs to send one SMS/MMS.
+type Message struct {
+	// ID is Parley's message id. Providers that support idempotency use it
+	// as the key, so a retried send cannot reach the recipient twice.
+	ID        int64
+	BrandID   int64
+	From      string // the brand's E.164 number
+	To        string // the recipient's E.164 number
+	Body      string
+	MediaURLs []string // signed, expiring links to GET /media/{id}
+}
+
+// Receipt is a provider's acceptance of a message.
+type Receipt struct {
+	// ProviderID is the provider's id for the message (Twilio's SID); status
+	// updates refer to it.
+	ProviderID string
+}
+
+// Error is a provider's refusal to send. Temporary errors (timeouts, 5xx,
+// 429) are retried with backoff; permanent ones fail the message at once.
+type Error struct {
+	Code      string // the provider's error code, e.g. "21211" or "invalid_number"
+	Message   string
+	Temporary bool
+	// Unsubscribed: the carrier reports that the recipient opted out (Twilio
+	// 21610). The message fails with recipient_unsubscribed and the user's
+	// consent becomes false.
+	Unsubscribed bool
+}
+
+func (e *Error) Error() string { return "provider error " + e.Code + ": " + e.Message }
+
+// Provider sends messages.
+type Provider interface {
+	// Name identifies the provider in logs and metrics ("sim", "twilio").
+	Name() string
+	// Send hands one message to the provider. It returns *Error when the
+	// provider refuses; any other error is treated as temporary.
+	Send(ctx context.Context, m Message) (Receipt, error)
+}
+
+// StatusUpdate is a provider's later report on a message it accepted.
+type StatusUpdate struct {
+	ProviderID   string
+	Status       string // parley.StatusSent, StatusDelivered, StatusUndelivered or StatusFailed
+	ErrorCode    string
+	ErrorMessage string
+	// Unsubscribed: see Error.Unsubscribed.
+	Unsubscribed bool
+	At           time.Time
+}
+
+// Inbound is a message from a phone to a brand's number.
+type Inbound struct {
+	ProviderID string
+	From       string // E.164
+	To         string // the brand's number, E.164
+	Body       string
+	MediaURLs  []string
+	At         time.Time
+}
+
+// Sink receives what providers report. Parley's service implements it.
+type Sink interface {
+	// ApplyStatus records a status update. Unknown provider ids are ignored
+	// (with a log line); a repeated or out-of-order update changes nothing.
+	ApplyStatus(ctx context.Context, u StatusUpdate) error
+	// ReceiveInbound stores an inbound message and returns the reply to send
+	// back ("" for none): the confirmation of STOP/START, or the HELP text.
+	ReceiveInbound(ctx context.Context, in Inbound) (reply string, err error)
+}

@@ -1,0 +1,141 @@
+// Package sim is the default SMS provider: a local simulator that needs no
+// network. It accepts a message (Parley marks it sent), then reports it
+// delivered after Delay, and honours the magic numbers of D12:
+//
+//	+15005550001  refused: failed, error_code invalid_number
+//	+15005550002  accepted, then undelivered, error_code carrier_unreachable
+//
+// Its carrier state is kept in the database, so a send survives a crash of
+// the process and is accepted only once per message (the message id is its
+// idempotency key).
+package sim
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/delivery"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Magic recipient numbers (D12).
+const (
+	InvalidNumber     = "+15005550001"
+	UnreachableNumber = "+15005550002"
+)
+
+// Ledger is where the simulator keeps its carrier state.
+type Ledger interface {
+	SimAccept(ctx context.Context, rec store.SimRecord) (store.SimRecord, bool, error)
+	SimDue(ctx context.Context, now time.Time, limit int) ([]store.SimRecord, error)
+	SimMarkReported(ctx context.Context, providerID string) error
+}
+
+// Provider is the simulator.
+type Provider struct {
+	ledger Ledger
+	// Delay is how long after acceptance the final status is reported;
+	// default 500 ms.
+	Delay time.Duration
+	// Tick is how often due statuses are reported; default 50 ms.
+	Tick time.Duration
+	// Now is the clock; tests replace it.
+	Now    func() time.Time
+	Logger *slog.Logger
+
+	sends atomic.Int64
+}
+
+// New returns a simulator keeping its state in ledger.
+func New(ledger Ledger) *Provider {
+	return &Provider{ledger: ledger, Delay: 500 * time.Millisecond, Tick: 50 * time.Millisecond,
+		Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
+}
+
+var _ delivery.Provider = (*Provider)(nil)
+
+// Name implements delivery.Provider.
+func (p *Provider) Name() string { return "sim" }
+
+// Sends counts the messages this process handed to the simulated carrier
+// (repeated sends of one message count once).
+func (p *Provider) Sends() int64 { return p.sends.Load() }
+
+// Send implements delivery.Provider.
+func (p *Provider) Send(ctx context.Context, m delivery.Message) (delivery.Receipt, error) {
+	if m.To == InvalidNumber {
+		return delivery.Receipt{}, &delivery.Error{Code: "invalid_number", Message: "The number " + m.To + " is not a valid mobile number."}
+	}
+	rec := store.SimRecord{ProviderID: newSID(), MessageID: m.ID, FinalStatus: parley.StatusDelivered, DueAt: p.Now().Add(p.Delay)}
+	if m.To == UnreachableNumber {
+		rec.FinalStatus, rec.ErrorCode, rec.ErrorMessage = parley.StatusUndelivered, "carrier_unreachable", "The carrier could not reach the handset."
+	}
+	stored, fresh, err := p.ledger.SimAccept(ctx, rec)
+	if err != nil {
+		return delivery.Receipt{}, err
+	}
+	if fresh {
+		p.sends.Add(1)
+		p.Logger.Info("sim: message sent to handset", "message_id", m.ID, "provider_id", stored.ProviderID, "to_suffix", suffix(m.To))
+	}
+	return delivery.Receipt{ProviderID: stored.ProviderID}, nil
+}
+
+// Run reports due final statuses to sink until ctx ends.
+func (p *Provider) Run(ctx context.Context, sink delivery.Sink) {
+	t := time.NewTicker(p.Tick)
+	defer t.Stop()
+	for {
+		if err := p.Flush(ctx, sink); err != nil && ctx.Err() == nil {
+			p.Logger.Warn("sim: reporting statuses", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Flush reports every final status that is due now.
+func (p *Provider) Flush(ctx context.Context, sink delivery.Sink) error {
+	for {
+		due, err := p.ledger.SimDue(ctx, p.Now(), 500)
+		if err != nil || len(due) == 0 {
+			return err
+		}
+		for _, r := range due {
+			err := sink.ApplyStatus(ctx, delivery.StatusUpdate{ProviderID: r.ProviderID, Status: r.FinalStatus,
+				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, At: p.Now()})
+			if err != nil {
+				return err
+			}
+			if err := p.ledger.SimMarkReported(ctx, r.ProviderID); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func newSID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "SIM" + hex.EncodeToString(b[:])
+}
+
+// suffix keeps the last digits of a number for logs, not the whole number.
+func suffix(phone string) string {
+	if len(phone) <= 4 {
+		return phone
+	}
+	return phone[len(phone)-4:]
+}
+
+// Idempotent reports that the simulator accepts a message at most once per
+// message id, so an interrupted send may be repeated safely.
+func (p *Provider) Idempotent() bool { return true }

@@ -1,0 +1,96 @@
+// Package metrics holds Parley's Prometheus metrics: one registry per
+// process with the Go runtime, the delivery pipeline and the job queue.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// QueueStats reports the job queue's backlog.
+type QueueStats interface {
+	// QueueStats returns how many jobs wait to be worked and when the
+	// oldest of them was created (zero when none wait).
+	QueueStats(ctx context.Context) (waiting int64, oldest time.Time, err error)
+}
+
+// Metrics is the registry and the collectors Parley updates.
+type Metrics struct {
+	Registry        *prometheus.Registry
+	transitions     *prometheus.CounterVec
+	providerSeconds *prometheus.HistogramVec
+	retries         prometheus.Counter
+}
+
+// New registers every collector; queue may be nil.
+func New(queue QueueStats) *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_messages_total",
+			Help: "Messages that reached each status, counted at the transition.",
+		}, []string{"status"}),
+		providerSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "parley_provider_request_seconds",
+			Help:    "Latency of calls to the SMS provider, by outcome.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"provider", "outcome"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_delivery_retries_total",
+			Help: "Delivery attempts that failed temporarily and will be retried.",
+		}),
+	}
+	m.Registry.MustRegister(m.transitions, m.providerSeconds, m.retries,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if queue != nil {
+		m.Registry.MustRegister(&queueCollector{stats: queue})
+	}
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+}
+
+// Transition counts a message reaching status.
+func (m *Metrics) Transition(status string) { m.transitions.WithLabelValues(status).Inc() }
+
+// ProviderCall observes one provider call.
+func (m *Metrics) ProviderCall(provider, outcome string, d time.Duration) {
+	m.providerSeconds.WithLabelValues(provider, outcome).Observe(d.Seconds())
+}
+
+// Retry counts a delivery attempt that will be retried.
+func (m *Metrics) Retry() { m.retries.Inc() }
+
+var (
+	depthDesc = prometheus.NewDesc("parley_queue_jobs_waiting", "Jobs waiting to be worked (available, scheduled or retryable).", nil, nil)
+	ageDesc   = prometheus.NewDesc("parley_queue_oldest_job_age_seconds", "Age of the oldest waiting job.", nil, nil)
+)
+
+// queueCollector reads the backlog at scrape time.
+type queueCollector struct{ stats QueueStats }
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- depthDesc; ch <- ageDesc }
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, oldest, err := c.stats.QueueStats(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(depthDesc, err)
+		return
+	}
+	age := 0.0
+	if !oldest.IsZero() {
+		age = time.Since(oldest).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(depthDesc, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, age)
+}

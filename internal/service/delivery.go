@@ -1,0 +1,333 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/delivery"
+	"github.com/parleyhq/parley/internal/phone"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Error codes Parley sets on messages itself (beyond the provider's).
+const (
+	CodeUnsubscribed   = "recipient_unsubscribed"
+	CodeRecipientGone  = "recipient_not_found"
+	CodeOutcomeUnknown = "send_outcome_unknown"
+)
+
+// Idempotent is implemented by providers that accept a message at most once
+// per message id, so a send interrupted by a crash may be repeated.
+type Idempotent interface{ Idempotent() bool }
+
+// DeliveryMetrics observes the pipeline; nil-safe no-ops when unset.
+type DeliveryMetrics interface {
+	Transition(status string)
+	ProviderCall(provider, outcome string, d time.Duration)
+	Retry()
+}
+
+// SetDelivery configures how messages leave: the provider, the public base
+// URL media links are built on, and where to report metrics.
+// A nil logger keeps the current one.
+func (s *Service) SetDelivery(p delivery.Provider, publicURL string, m DeliveryMetrics, logger *slog.Logger) {
+	s.provider, s.publicURL, s.metrics = p, strings.TrimRight(publicURL, "/"), m
+	if logger != nil {
+		s.logger = logger
+	}
+}
+
+// Deliver makes one attempt to hand a queued message to the provider (D8).
+// It returns an error only for a temporary failure that is worth retrying;
+// final says this is the last attempt, after which the message fails.
+func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt int, final bool) error {
+	d, err := s.db.FindDelivery(ctx, brandID, messageID)
+	if errors.Is(err, store.ErrNotFound) {
+		s.logger.Warn("delivery: message not found", "brand_id", brandID, "message_id", messageID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if d.Message.Status != parley.StatusQueued {
+		return nil // already handled: a retried job must not send again
+	}
+	log := s.logger.With("message_id", messageID, "brand_id", brandID, "provider", s.provider.Name(), "attempt", attempt)
+	switch {
+	case d.RecipientDeleted:
+		log.Info("delivery attempt", "outcome", "failed", "error_code", CodeRecipientGone)
+		return s.fail(ctx, brandID, messageID, CodeRecipientGone, "The recipient was deleted.")
+	case d.Consent != nil && !*d.Consent:
+		// D8: consent false at dispatch → failed, provider not called.
+		log.Info("delivery attempt", "outcome", "failed", "error_code", CodeUnsubscribed)
+		return s.fail(ctx, brandID, messageID, CodeUnsubscribed, "The recipient has opted out of messages.")
+	}
+	if d.SendingAt != nil && !isIdempotent(s.provider) {
+		// An earlier attempt reached the provider call and then the process
+		// died: the provider may have the message. Sending again could reach
+		// the recipient twice, so the message fails instead.
+		log.Warn("delivery attempt", "outcome", "failed", "error_code", CodeOutcomeUnknown)
+		return s.fail(ctx, brandID, messageID, CodeOutcomeUnknown, "A previous send attempt was interrupted; it may or may not have been sent.")
+	}
+
+	m := delivery.Message{ID: messageID, BrandID: brandID, From: d.From, To: d.To, Body: d.Message.Body}
+	for _, id := range d.Message.MediaItemUUIDs {
+		f, err := s.FindFileByID(ctx, brandID, id)
+		if err != nil {
+			return err
+		}
+		m.MediaURLs = append(m.MediaURLs, s.publicURL+s.MediaURLPath(f, s.db.Now().Add(24*time.Hour)))
+	}
+	var marked bool
+	if err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+		var err error
+		marked, err = tx.MarkSending(ctx, brandID, messageID, s.provider.Name())
+		return err
+	}); err != nil || !marked {
+		return err
+	}
+
+	start := time.Now()
+	receipt, err := s.provider.Send(ctx, m)
+	took := time.Since(start)
+	var perr *delivery.Error
+	switch {
+	case err == nil:
+		s.observeCall("sent", took)
+		log.Info("delivery attempt", "outcome", "sent", "provider_id", receipt.ProviderID, "duration", took)
+		return s.db.WithTx(ctx, func(tx *store.Tx) error {
+			ok, err := tx.TransitionMessage(ctx, brandID, messageID, store.Transition{Status: parley.StatusSent, At: tx.Now(), ProviderID: receipt.ProviderID})
+			if err != nil {
+				return err
+			}
+			if ok {
+				s.observeTransition(parley.StatusSent)
+				return nil
+			}
+			return tx.SetProviderID(ctx, brandID, messageID, receipt.ProviderID) // a callback overtook us
+		})
+	case errors.As(err, &perr) && perr.Unsubscribed:
+		s.observeCall("unsubscribed", took)
+		log.Info("delivery attempt", "outcome", "failed", "error_code", CodeUnsubscribed, "provider_code", perr.Code)
+		return s.failUnsubscribed(ctx, brandID, messageID, d.Message.UserID, perr.Code)
+	case errors.As(err, &perr) && !perr.Temporary:
+		s.observeCall("refused", took)
+		log.Info("delivery attempt", "outcome", "failed", "error_code", perr.Code, "duration", took)
+		return s.fail(ctx, brandID, messageID, perr.Code, perr.Message)
+	}
+	// Temporary: the provider did not take the message, so a retry may send.
+	s.observeCall("temporary_error", took)
+	log.Warn("delivery attempt", "outcome", "retry", "error", err.Error(), "duration", took)
+	if cerr := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.ClearSending(ctx, brandID, messageID) }); cerr != nil {
+		return cerr
+	}
+	if final {
+		code, msg := "provider_unavailable", err.Error()
+		if perr != nil {
+			code, msg = perr.Code, perr.Message
+		}
+		return s.fail(ctx, brandID, messageID, code, msg)
+	}
+	if s.metrics != nil {
+		s.metrics.Retry()
+	}
+	return err
+}
+
+func isIdempotent(p delivery.Provider) bool {
+	i, ok := p.(Idempotent)
+	return ok && i.Idempotent()
+}
+
+func (s *Service) observeCall(outcome string, d time.Duration) {
+	if s.metrics != nil {
+		s.metrics.ProviderCall(s.provider.Name(), outcome, d)
+	}
+}
+
+func (s *Service) observeTransition(status string) {
+	if s.metrics != nil {
+		s.metrics.Transition(status)
+	}
+}
+
+// fail moves a queued or sent message to failed with the code and message.
+func (s *Service) fail(ctx context.Context, brandID, messageID int64, code, msg string) error {
+	return s.db.WithTx(ctx, func(tx *store.Tx) error {
+		ok, err := tx.TransitionMessage(ctx, brandID, messageID, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg})
+		if ok {
+			s.observeTransition(parley.StatusFailed)
+		}
+		return err
+	})
+}
+
+// failUnsubscribed fails a message the carrier refused because the
+// recipient opted out, and records the opt-out on the user.
+func (s *Service) failUnsubscribed(ctx context.Context, brandID, messageID, userID int64, providerCode string) error {
+	code, msg := CodeUnsubscribed, "The carrier reports that the recipient has opted out."
+	return s.db.WithTx(ctx, func(tx *store.Tx) error {
+		ok, err := tx.TransitionMessage(ctx, brandID, messageID, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg})
+		if err != nil {
+			return err
+		}
+		if ok {
+			s.observeTransition(parley.StatusFailed)
+		}
+		return s.setConsent(ctx, tx, brandID, userID, false, "provider", s.provider.Name()+":"+providerCode, messageID)
+	})
+}
+
+// setConsent changes a user's consent and appends the consent event, when
+// the value actually changes.
+func (s *Service) setConsent(ctx context.Context, tx *store.Tx, brandID, userID int64, value bool, source, detail string, messageID int64) error {
+	u, err := tx.FindUserByID(ctx, brandID, userID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if u.MessagingConsent != nil && *u.MessagingConsent == value {
+		return nil
+	}
+	prev, err := tx.SetUserConsent(ctx, brandID, userID, &value)
+	if err != nil {
+		return err
+	}
+	return tx.InsertConsentEvent(ctx, brandID, store.ConsentEvent{UserID: userID, Previous: prev, New: &value,
+		Source: source, Detail: detail, MessageID: messageID})
+}
+
+// ApplyStatus implements delivery.Sink.
+func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) error {
+	m, err := s.db.FindMessageByProviderID(ctx, s.provider.Name(), u.ProviderID)
+	if errors.Is(err, store.ErrNotFound) {
+		s.logger.Info("status update for an unknown provider id: ignored", "provider", s.provider.Name(), "provider_id", u.ProviderID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if u.At.IsZero() {
+		u.At = s.db.Now()
+	}
+	return s.db.WithTx(ctx, func(tx *store.Tx) error {
+		t := store.Transition{Status: u.Status, At: u.At.UTC()}
+		if u.Status == parley.StatusFailed || u.Status == parley.StatusUndelivered {
+			code, msg := u.ErrorCode, u.ErrorMessage
+			if u.Unsubscribed {
+				code = CodeUnsubscribed
+			}
+			t.ErrorCode, t.ErrorMessage = &code, &msg
+		}
+		ok, err := tx.TransitionMessage(ctx, m.BrandID, m.ID, t)
+		if err != nil || !ok {
+			return err // a repeated or late update changes nothing
+		}
+		s.observeTransition(u.Status)
+		if u.Unsubscribed {
+			return s.setConsent(ctx, tx, m.BrandID, m.UserID, false, "provider", s.provider.Name()+":"+u.ErrorCode, m.ID)
+		}
+		return nil
+	})
+}
+
+// Keywords (D12): whole message, any case.
+var (
+	stopWords  = []string{"STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPTOUT"}
+	startWords = []string{"START", "UNSTOP", "YES"}
+	helpWords  = []string{"HELP", "INFO"}
+)
+
+func keyword(body string, words []string) bool {
+	body = strings.TrimSpace(body)
+	for _, w := range words {
+		if equalFoldASCII(body, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// Default keyword replies, used when the brand has not set its own.
+const (
+	defaultStopReply  = "%s: You are unsubscribed and will receive no more messages. Reply START to resubscribe."
+	defaultStartReply = "%s: You are subscribed again. Reply STOP to unsubscribe, HELP for help."
+	defaultHelpReply  = "%s: Reply STOP to unsubscribe. Msg&data rates may apply."
+)
+
+// ReceiveInbound implements delivery.Sink: it stores the message (creating
+// the user when the number is new), applies opt-out and opt-in keywords,
+// and returns the reply.
+func (s *Service) ReceiveInbound(ctx context.Context, in delivery.Inbound) (string, error) {
+	brand, replies, err := s.db.FindBrandByPhone(ctx, in.To)
+	if errors.Is(err, store.ErrNotFound) {
+		s.logger.Info("inbound message to an unknown number: ignored", "to_suffix", lastDigits(in.To))
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	from, ok := phone.Normalize(in.From, phone.Possible)
+	if !ok {
+		s.logger.Info("inbound message from an invalid number: ignored", "brand_id", brand.ID)
+		return "", nil
+	}
+	if in.At.IsZero() {
+		in.At = s.db.Now()
+	}
+	var reply string
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+		u, err := tx.FindUserByPhone(ctx, brand.ID, from)
+		if errors.Is(err, store.ErrNotFound) {
+			u = &parley.User{BrandID: brand.ID, PhoneNumber: from,
+				DateCreated: parley.Time{Time: tx.Now()}, DateLastUpdated: parley.Time{Time: tx.Now()}}
+			err = tx.InsertUser(ctx, u)
+		}
+		if err != nil {
+			return err
+		}
+		at := parley.NewTime(in.At)
+		m := &parley.Message{BrandID: brand.ID, UserID: u.ID, Direction: parley.DirectionInbound,
+			Status: parley.StatusDelivered, Body: in.Body, MediaItemUUIDs: []string{}, Type: parley.TypeConversational,
+			DateCreated: parley.Time{Time: tx.Now()}, DateSent: &at, DateDelivered: &at}
+		fresh, err := tx.InsertInbound(ctx, m, s.provider.Name(), in.ProviderID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case keyword(in.Body, stopWords):
+			reply = orDefault(replies.Stop, defaultStopReply, brand.Name)
+			if fresh {
+				return s.setConsent(ctx, tx, brand.ID, u.ID, false, "keyword", strings.ToUpper(strings.TrimSpace(in.Body)), m.ID)
+			}
+		case keyword(in.Body, startWords):
+			reply = orDefault(replies.Start, defaultStartReply, brand.Name)
+			if fresh {
+				return s.setConsent(ctx, tx, brand.ID, u.ID, true, "keyword", strings.ToUpper(strings.TrimSpace(in.Body)), m.ID)
+			}
+		case keyword(in.Body, helpWords):
+			reply = orDefault(replies.Help, defaultHelpReply, brand.Name)
+		}
+		return nil
+	})
+	return reply, err
+}
+
+func orDefault(custom, format, brand string) string {
+	if custom != "" {
+		return custom
+	}
+	return strings.Replace(format, "%s", brand, 1)
+}
+
+func lastDigits(p string) string {
+	if len(p) <= 4 {
+		return p
+	}
+	return p[len(p)-4:]
+}

@@ -1,0 +1,310 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley"
+)
+
+// Delivery is what a delivery attempt needs to know about a message.
+type Delivery struct {
+	Message          *parley.Message
+	To               string // the recipient's number
+	RecipientDeleted bool
+	Consent          *bool
+	From             string // the brand's number
+	SendingAt        *time.Time
+	Provider         string
+	ProviderID       string
+}
+
+// FindDelivery loads a message with its recipient and brand, or ErrNotFound.
+func (db *DB) FindDelivery(ctx context.Context, brandID, messageID int64) (*Delivery, error) {
+	row := db.queryRowDirect(ctx, `SELECT `+prefixed("m.", messageColumns)+`,
+	u.phone_number, u.is_deleted, u.messaging_consent, b.phone_number, m.sending_at, m.provider, m.provider_id
+	FROM messages m JOIN users u ON u.id = m.user_id JOIN brands b ON b.id = m.brand_id
+	WHERE m.brand_id = ? AND m.id = ?`, brandID, messageID)
+	var d Delivery
+	var consent sql.NullBool
+	var sending sql.NullInt64
+	var provider, providerID sql.NullString
+	m, err := scanMessage(func(dest ...any) error {
+		return row.Scan(append(dest, &d.To, &d.RecipientDeleted, &consent, &d.From, &sending, &provider, &providerID)...)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.Message, d.Consent = m, nullBool(consent)
+	if sending.Valid {
+		t := fromMicros(sending.Int64)
+		d.SendingAt = &t
+	}
+	d.Provider, d.ProviderID = provider.String, providerID.String
+	return &d, nil
+}
+
+func prefixed(prefix, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// MarkSending records that a provider call is about to happen for a queued
+// message; false when the message is no longer queued.
+func (tx *Tx) MarkSending(ctx context.Context, brandID, messageID int64, provider string) (bool, error) {
+	res, err := tx.exec(ctx, `UPDATE messages SET sending_at = ?, attempts = attempts + 1, provider = ?
+	WHERE brand_id = ? AND id = ? AND status = 'queued'`, micros(tx.now), provider, brandID, messageID)
+	if err != nil {
+		return false, fmt.Errorf("store: mark sending: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// Transition is a status change of a message.
+type Transition struct {
+	Status       string
+	At           time.Time // date_sent or date_delivered, when the status sets one
+	ErrorCode    *string
+	ErrorMessage *string
+	ProviderID   string // recorded when not empty
+}
+
+// TransitionMessage moves a message to t.Status if it is in a status that
+// may move there (parley.StatusFrom); false when it is not, which makes
+// repeated and late updates harmless.
+func (tx *Tx) TransitionMessage(ctx context.Context, brandID, messageID int64, t Transition) (bool, error) {
+	from := parley.StatusFrom(t.Status)
+	if len(from) == 0 {
+		return false, fmt.Errorf("store: no transition to %q", t.Status)
+	}
+	set := `status = ?, error_code = ?, error_message = ?`
+	args := []any{t.Status, toNullString(t.ErrorCode), toNullString(t.ErrorMessage)}
+	at := micros(t.At)
+	switch t.Status {
+	case parley.StatusSent:
+		set += `, date_sent = ?`
+		args = append(args, at)
+	case parley.StatusDelivered:
+		set += `, date_sent = COALESCE(date_sent, ?), date_delivered = ?`
+		args = append(args, at, at)
+	}
+	if t.ProviderID != "" {
+		set += `, provider_id = ?`
+		args = append(args, t.ProviderID)
+	}
+	args = append(args, brandID, messageID)
+	q := `UPDATE messages SET ` + set + ` WHERE brand_id = ? AND id = ? AND status IN (?` + strings.Repeat(", ?", len(from)-1) + `)`
+	for _, f := range from {
+		args = append(args, f)
+	}
+	res, err := tx.exec(ctx, q, args...)
+	if err != nil {
+		return false, fmt.Errorf("store: transition message: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// SetProviderID records the provider's id for a message.
+func (tx *Tx) SetProviderID(ctx context.Context, brandID, messageID int64, providerID string) error {
+	_, err := tx.exec(ctx, `UPDATE messages SET provider_id = ? WHERE brand_id = ? AND id = ?`, providerID, brandID, messageID)
+	if err != nil {
+		return fmt.Errorf("store: set provider id: %w", err)
+	}
+	return nil
+}
+
+// FindMessageByProviderID finds the message a provider's update is about.
+func (db *DB) FindMessageByProviderID(ctx context.Context, provider, providerID string) (*parley.Message, error) {
+	row := db.queryRowDirect(ctx, `SELECT `+messageColumns+` FROM messages WHERE provider = ? AND provider_id = ?`, provider, providerID)
+	m, err := scanMessage(row.Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return m, err
+}
+
+// InsertInbound stores an inbound message once per provider id; a repeated
+// one returns the stored message and false.
+func (tx *Tx) InsertInbound(ctx context.Context, m *parley.Message, provider, providerID string) (bool, error) {
+	if providerID != "" {
+		row, err := tx.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE provider = ? AND provider_id = ?`, provider, providerID)
+		if err != nil {
+			return false, err
+		}
+		if prev, err := scanMessage(row.Scan); err == nil {
+			*m = *prev
+			return false, nil
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return false, err
+		}
+	}
+	if err := tx.InsertMessage(ctx, m); err != nil {
+		return false, err
+	}
+	_, err := tx.exec(ctx, `UPDATE messages SET provider = ?, provider_id = ? WHERE id = ?`, provider, nullIfEmpty(providerID), m.ID)
+	return true, err
+}
+
+func nullIfEmpty(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// ConsentEvent is one change of a user's messaging_consent.
+type ConsentEvent struct {
+	UserID        int64
+	Previous, New *bool
+	Source        string // "api", "keyword", "provider"
+	Detail        string
+	MessageID     int64
+	At            time.Time
+}
+
+// InsertConsentEvent appends to the consent history.
+func (tx *Tx) InsertConsentEvent(ctx context.Context, brandID int64, e ConsentEvent) error {
+	var msg sql.NullInt64
+	if e.MessageID != 0 {
+		msg = sql.NullInt64{Int64: e.MessageID, Valid: true}
+	}
+	_, err := tx.exec(ctx, `INSERT INTO consent_events (brand_id, user_id, previous_value, new_value, source, detail, message_id, date_created)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, brandID, e.UserID, toNullBool(e.Previous), toNullBool(e.New), e.Source, e.Detail, msg, micros(tx.now))
+	if err != nil {
+		return fmt.Errorf("store: consent event: %w", err)
+	}
+	return nil
+}
+
+// ListConsentEvents returns a user's consent history, oldest first.
+func (db *DB) ListConsentEvents(ctx context.Context, brandID, userID int64) ([]ConsentEvent, error) {
+	rows, err := db.query(ctx, `SELECT user_id, previous_value, new_value, source, detail, message_id, date_created
+	FROM consent_events WHERE brand_id = ? AND user_id = ? ORDER BY id`, brandID, userID)
+	if err != nil {
+		return nil, fmt.Errorf("store: consent events: %w", err)
+	}
+	defer rows.Close()
+	var out []ConsentEvent
+	for rows.Next() {
+		var e ConsentEvent
+		var prev, next sql.NullBool
+		var msg sql.NullInt64
+		var at int64
+		if err := rows.Scan(&e.UserID, &prev, &next, &e.Source, &e.Detail, &msg, &at); err != nil {
+			return nil, err
+		}
+		e.Previous, e.New, e.MessageID, e.At = nullBool(prev), nullBool(next), msg.Int64, fromMicros(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// BrandReplies are a brand's answers to keywords (D12).
+type BrandReplies struct {
+	Help, Stop, Start string
+}
+
+// FindBrandByPhone returns the brand that owns a number, with its replies.
+func (db *DB) FindBrandByPhone(ctx context.Context, phone string) (*parley.Brand, BrandReplies, error) {
+	row := db.queryRowDirect(ctx, `SELECT id, name, phone_number, date_created, help_reply, stop_reply, start_reply
+	FROM brands WHERE phone_number = ? ORDER BY id LIMIT 1`, phone)
+	var b parley.Brand
+	var r BrandReplies
+	var created int64
+	if err := row.Scan(&b.ID, &b.Name, &b.PhoneNumber, &created, &r.Help, &r.Stop, &r.Start); errors.Is(err, sql.ErrNoRows) {
+		return nil, r, ErrNotFound
+	} else if err != nil {
+		return nil, r, fmt.Errorf("store: brand by phone: %w", err)
+	}
+	b.DateCreated = parley.Time{Time: fromMicros(created)}
+	return &b, r, nil
+}
+
+// BrandUpdate changes the members that are not nil.
+type BrandUpdate struct {
+	Name, PhoneNumber, HelpReply, StopReply, StartReply *string
+}
+
+// UpdateBrand applies u; ErrNotFound when the brand does not exist.
+func (tx *Tx) UpdateBrand(ctx context.Context, id int64, u BrandUpdate) error {
+	var sets []string
+	var args []any
+	for _, f := range []struct {
+		col string
+		v   *string
+	}{{"name", u.Name}, {"phone_number", u.PhoneNumber}, {"help_reply", u.HelpReply}, {"stop_reply", u.StopReply}, {"start_reply", u.StartReply}} {
+		if f.v != nil {
+			sets = append(sets, f.col+" = ?")
+			args = append(args, *f.v)
+		}
+	}
+	if len(sets) == 0 {
+		return nil
+	}
+	res, err := tx.exec(ctx, `UPDATE brands SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...)
+	if err != nil {
+		return fmt.Errorf("store: update brand: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// FindBrandReplies returns a brand's keyword replies.
+func (db *DB) FindBrandReplies(ctx context.Context, id int64) (BrandReplies, error) {
+	var r BrandReplies
+	err := db.queryRowDirect(ctx, `SELECT help_reply, stop_reply, start_reply FROM brands WHERE id = ?`, id).Scan(&r.Help, &r.Stop, &r.Start)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	return r, err
+}
+
+// SetUserConsent changes a user's messaging_consent and returns the value it
+// had; the caller records the consent event.
+func (tx *Tx) SetUserConsent(ctx context.Context, brandID, userID int64, value *bool) (*bool, error) {
+	u, err := tx.FindUserByID(ctx, brandID, userID)
+	if err != nil {
+		return nil, err
+	}
+	prev := u.MessagingConsent
+	u.MessagingConsent = value
+	u.DateLastUpdated = parley.Time{Time: tx.now}
+	return prev, tx.UpdateUser(ctx, u)
+}
+
+// ClearSending records that a provider call ended without the provider
+// taking the message, so a retry may call it again.
+func (tx *Tx) ClearSending(ctx context.Context, brandID, messageID int64) error {
+	_, err := tx.exec(ctx, `UPDATE messages SET sending_at = NULL WHERE brand_id = ? AND id = ?`, brandID, messageID)
+	return err
+}
+
+// QueueStats returns how many jobs wait in the queue and when the oldest
+// was created, for metrics.
+func (db *DB) QueueStats(ctx context.Context) (int64, time.Time, error) {
+	var n int64
+	if err := db.queryRowDirect(ctx, `SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable')`).Scan(&n); err != nil {
+		return 0, time.Time{}, fmt.Errorf("store: queue stats: %w", err)
+	}
+	if n == 0 {
+		return 0, time.Time{}, nil
+	}
+	var oldest time.Time
+	err := db.queryRowDirect(ctx, `SELECT created_at FROM river_job WHERE state IN ('available', 'scheduled', 'retryable') ORDER BY id LIMIT 1`).Scan(&oldest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return n, time.Time{}, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("store: queue stats: %w", err)
+	}
+	return n, oldest, nil
+}

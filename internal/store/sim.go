@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SimRecord is the sim provider's carrier state for one message.
+type SimRecord struct {
+	ProviderID   string
+	MessageID    int64
+	FinalStatus  string
+	ErrorCode    string
+	ErrorMessage string
+	DueAt        time.Time
+}
+
+// SimAccept records rec unless a record for its message exists, and returns
+// the record that is stored: the sim's idempotency by message id. fresh is
+// true when rec was new.
+func (db *DB) SimAccept(ctx context.Context, rec SimRecord) (SimRecord, bool, error) {
+	res, err := db.write.ExecContext(ctx, db.rebind(`INSERT INTO sim_messages (provider_id, message_id, final_status,
+	error_code, error_message, due_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`),
+		rec.ProviderID, rec.MessageID, rec.FinalStatus, nullIfEmpty(rec.ErrorCode), nullIfEmpty(rec.ErrorMessage), micros(rec.DueAt))
+	if err != nil {
+		return rec, false, fmt.Errorf("store: sim accept: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return rec, true, nil
+	}
+	var stored SimRecord
+	var code, msg *string
+	var due int64
+	err = db.write.QueryRowContext(ctx, db.rebind(`SELECT provider_id, message_id, final_status, error_code, error_message, due_at
+	FROM sim_messages WHERE message_id = ?`), rec.MessageID).Scan(&stored.ProviderID, &stored.MessageID, &stored.FinalStatus, &code, &msg, &due)
+	if err != nil {
+		return rec, false, fmt.Errorf("store: sim accept: %w", err)
+	}
+	if code != nil {
+		stored.ErrorCode = *code
+	}
+	if msg != nil {
+		stored.ErrorMessage = *msg
+	}
+	stored.DueAt = fromMicros(due)
+	return stored, false, nil
+}
+
+// SimDue returns up to limit records whose final status is due by now and
+// not yet reported, earliest first.
+func (db *DB) SimDue(ctx context.Context, now time.Time, limit int) ([]SimRecord, error) {
+	rows, err := db.query(ctx, `SELECT provider_id, message_id, final_status, COALESCE(error_code, ''), COALESCE(error_message, ''), due_at
+	FROM sim_messages WHERE reported = FALSE AND due_at <= ? ORDER BY due_at LIMIT ?`, micros(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: sim due: %w", err)
+	}
+	defer rows.Close()
+	var out []SimRecord
+	for rows.Next() {
+		var r SimRecord
+		var due int64
+		if err := rows.Scan(&r.ProviderID, &r.MessageID, &r.FinalStatus, &r.ErrorCode, &r.ErrorMessage, &due); err != nil {
+			return nil, err
+		}
+		r.DueAt = fromMicros(due)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// SimMarkReported records that a final status was reported.
+func (db *DB) SimMarkReported(ctx context.Context, providerID string) error {
+	_, err := db.write.ExecContext(ctx, db.rebind(`UPDATE sim_messages SET reported = TRUE WHERE provider_id = ?`), providerID)
+	if err != nil {
+		return fmt.Errorf("store: sim reported: %w", err)
+	}
+	return nil
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -32,18 +31,28 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// startProcess runs `parley serve` as a child process and returns its URL.
-func startProcess(t *testing.T, env []string, args ...string) string {
+// proc is a `parley serve` child process.
+type proc struct {
+	URL    string
+	cmd    *exec.Cmd
+	stderr *syncBuffer // the JSON log
+}
+
+// startProcess runs `parley serve` as a child process and waits until it
+// listens.
+func startProcess(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, os.Args[0])
-	cmd.Env = append(os.Environ(), append(env, envAsParley+"=1", "PARLEY_TEST_ARGS="+strings.Join(args, " "))...)
+	cmd.Env = append(os.Environ(), append(env, envAsParley+"=1", "PARLEY_LOG_FORMAT=json",
+		"PARLEY_TEST_ARGS="+strings.Join(args, " "))...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = io.Discard
+	p := &proc{cmd: cmd, stderr: &syncBuffer{}}
+	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +65,57 @@ func startProcess(t *testing.T, env []string, args ...string) string {
 				found <- strings.Fields(rest)[0]
 			}
 		}
+		found <- "" // the process exited
 	}()
 	select {
-	case u := <-found:
-		return u
+	case p.URL = <-found:
+		if p.URL == "" {
+			t.Fatalf("parley serve exited:\n%s", p.stderr.String())
+		}
+		return p
 	case <-time.After(30 * time.Second):
-		t.Fatal("parley serve did not start")
+		t.Fatalf("parley serve did not start:\n%s", p.stderr.String())
 	}
-	return ""
+	return nil
+}
+
+// kill ends the process with SIGKILL: no shutdown, no cleanup.
+func (p *proc) kill() {
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+}
+
+// logCounts counts, per message id, the JSON log lines whose msg is msg.
+func logCounts(logs, msg string) map[int64]int {
+	counts := map[int64]int{}
+	for _, line := range strings.Split(logs, "\n") {
+		var rec struct {
+			Msg       string `json:"msg"`
+			MessageID int64  `json:"message_id"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == msg {
+			counts[rec.MessageID]++
+		}
+	}
+	return counts
+}
+
+// waitStatus polls until every message has status, or fails after d.
+func waitStatus(t *testing.T, c *client.Client, ids []int64, status string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for _, id := range ids {
+		for {
+			m, err := c.GetMessage(t.Context(), id)
+			if err == nil && m.Status == status {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("message %d: %+v %v; want %s", id, m, err, status)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 // TestScaleOut starts two parley serve processes on one PostgreSQL database
@@ -89,13 +141,10 @@ func TestScaleOut(t *testing.T) {
 	json.Unmarshal([]byte(out), &cred)
 
 	nodeEnv := []string{"PARLEY_DB=" + dbURL, "PARLEY_SECRET_KEY=" + key}
-	urlA := startProcess(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), "serve", "--addr", "127.0.0.1:0")
-	urlB := startProcess(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), "serve", "--addr", "127.0.0.1:0")
-	if urlA == urlB {
-		t.Fatalf("both nodes on %s", urlA)
-	}
-	a := client.New(urlA, cred.Username, cred.Secret)
-	b := client.New(urlB, cred.Username, cred.Secret)
+	nodeA := startProcess(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), "serve", "--addr", "127.0.0.1:0", "--sim-delay", "20ms")
+	nodeB := startProcess(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), "serve", "--addr", "127.0.0.1:0", "--sim-delay", "20ms")
+	a := client.New(nodeA.URL, cred.Username, cred.Secret)
+	b := client.New(nodeB.URL, cred.Username, cred.Secret)
 	ctx := t.Context()
 
 	// Written through A, read and changed through B, seen again through A.
@@ -147,4 +196,28 @@ func TestScaleOut(t *testing.T) {
 	if created != 1 || conflicts != tries-1 {
 		t.Errorf("concurrent creates: %d created, %d conflicts; want 1 and %d", created, conflicts, tries-1)
 	}
+
+	// Jobs are worked once, not once per node: both nodes run workers, and
+	// every message gets exactly one delivery attempt in all their logs.
+	var ids []int64
+	for i := range 60 {
+		c := a
+		if i%2 == 1 {
+			c = b
+		}
+		m, err := c.SendMessage(ctx, parley.MessageCreate{UserID: parley.Some(u.ID), Body: parley.Some("hi")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	waitStatus(t, a, ids, parley.StatusDelivered, 60*time.Second)
+	attempts := logCounts(nodeA.stderr.String()+nodeB.stderr.String(), "delivery attempt")
+	perNode := [2]int{len(logCounts(nodeA.stderr.String(), "delivery attempt")), len(logCounts(nodeB.stderr.String(), "delivery attempt"))}
+	for _, id := range ids {
+		if attempts[id] != 1 {
+			t.Errorf("message %d was attempted %d times across the nodes, want 1", id, attempts[id])
+		}
+	}
+	t.Logf("deliveries worked per node: %v", perNode)
 }

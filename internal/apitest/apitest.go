@@ -6,8 +6,10 @@ package apitest
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,15 +45,22 @@ func New(t testing.TB, opts ...Option) *Env {
 		SecretKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		Now:       e.Now,
 	}
+	// The server starts first so the app can know its public URL.
+	var handler atomic.Value
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handler.Load().(http.Handler).ServeHTTP(w, r)
+	}))
+	cfg.PublicURL = e.Server.URL
 	for _, o := range opts {
 		o(&cfg)
 	}
 	a, err := app.Open(e.Ctx, cfg)
 	if err != nil {
+		e.Server.Close()
 		t.Fatalf("app.Open: %v", err)
 	}
 	e.App = a
-	e.Server = httptest.NewServer(a.Server.Handler())
+	handler.Store(a.Server.Handler())
 	t.Cleanup(func() {
 		e.Server.Close()
 		a.Close()

@@ -83,6 +83,9 @@ type Config struct {
 // TwilioConfig holds the Twilio account the twilio provider sends through.
 type TwilioConfig struct {
 	AccountSID, AuthToken, MessagingServiceSID string
+	// BaseURL replaces Twilio's API origin: a Twilio-compatible API, or a
+	// fake one in tests.
+	BaseURL string
 }
 
 // DefaultDataDir is where a zero-setup install keeps its state.
@@ -165,7 +168,8 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		a.Provider = a.Sim
 	case "twilio":
 		tw, err := twilio.New(twilio.Config{AccountSID: cfg.Twilio.AccountSID, AuthToken: cfg.Twilio.AuthToken,
-			MessagingServiceSID: cfg.Twilio.MessagingServiceSID, PublicURL: cfg.PublicURL})
+			MessagingServiceSID: cfg.Twilio.MessagingServiceSID, PublicURL: cfg.PublicURL,
+			BaseURL: cfg.Twilio.BaseURL, Logger: cfg.Logger})
 		if err != nil {
 			return nil, err
 		}

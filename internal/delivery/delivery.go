@@ -52,7 +52,11 @@ type Provider interface {
 
 // StatusUpdate is a provider's later report on a message it accepted.
 type StatusUpdate struct {
-	ProviderID   string
+	ProviderID string
+	// MessageID is Parley's id of the message when the provider echoes it
+	// back. A report can overtake the recording of ProviderID after Send
+	// returns; with MessageID it still finds its message.
+	MessageID    int64
 	Status       string // parley.StatusSent, StatusDelivered, StatusUndelivered or StatusFailed
 	ErrorCode    string
 	ErrorMessage string

@@ -428,3 +428,34 @@ func TestDeliveryMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A provider's report can arrive before the worker records the provider's
+// id; the message id it echoes still finds the message.
+func TestStatusReportOvertakesSend(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	m := dlvSend(t, e, dlvUser(t, e, "+14155552671", nil).ID)
+	err := e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error {
+		_, err := tx.MarkSending(e.Ctx, e.BrandA.ID, m.ID, "sim")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.App.Service.ApplyStatus(e.Ctx, delivery.StatusUpdate{ProviderID: "SIMearly", MessageID: m.ID, Status: parley.StatusDelivered}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.A.GetMessage(e.Ctx, m.ID)
+	if got.Status != parley.StatusDelivered || got.DateSent == nil {
+		t.Errorf("early report: %+v, want delivered with date_sent", got)
+	}
+	if pid := dlvProviderID(t, e, m.ID); pid != "SIMearly" {
+		t.Errorf("provider id = %q, want the report's", pid)
+	}
+	// A report naming a message this provider was never asked to send is ignored.
+	other := dlvSend(t, e, dlvUser(t, e, "+14155552672", nil).ID)
+	e.App.Service.ApplyStatus(e.Ctx, delivery.StatusUpdate{ProviderID: "SIMx", MessageID: other.ID, Status: parley.StatusDelivered})
+	if got, _ := e.A.GetMessage(e.Ctx, other.ID); got.Status != parley.StatusQueued {
+		t.Errorf("a report for an unsent message moved it to %s", got.Status)
+	}
+}

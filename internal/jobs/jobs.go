@@ -86,6 +86,8 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(1, w.Concurrency)}}
 		cfg.RescueStuckJobsAfter = cmp.Or(w.RescueAfter, time.Minute)
+		// An attempt, provider call included, ends before it could be rescued.
+		cfg.JobTimeout = min(30*time.Second, cfg.RescueStuckJobsAfter)
 		cfg.FetchPollInterval = cmp.Or(w.PollInterval, 50*time.Millisecond)
 		cfg.FetchCooldown = 5 * time.Millisecond
 		cfg.Logger = w.Logger

@@ -205,6 +205,9 @@ func (s *Service) setConsent(ctx context.Context, tx *store.Tx, brandID, userID 
 // ApplyStatus implements delivery.Sink.
 func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) error {
 	m, err := s.db.FindMessageByProviderID(ctx, s.provider.Name(), u.ProviderID)
+	if errors.Is(err, store.ErrNotFound) && u.MessageID != 0 {
+		m, err = s.db.FindMessageForProvider(ctx, u.MessageID, s.provider.Name())
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		s.logger.Info("status update for an unknown provider id: ignored", "provider", s.provider.Name(), "provider_id", u.ProviderID)
 		return nil
@@ -216,7 +219,7 @@ func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) erro
 		u.At = s.db.Now()
 	}
 	return s.db.WithTx(ctx, func(tx *store.Tx) error {
-		t := store.Transition{Status: u.Status, At: u.At.UTC()}
+		t := store.Transition{Status: u.Status, At: u.At.UTC(), ProviderID: u.ProviderID}
 		if u.Status == parley.StatusFailed || u.Status == parley.StatusUndelivered {
 			code, msg := u.ErrorCode, u.ErrorMessage
 			if u.Unsubscribed {

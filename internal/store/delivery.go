@@ -135,6 +135,18 @@ func (db *DB) FindMessageByProviderID(ctx context.Context, provider, providerID 
 	return m, err
 }
 
+// FindMessageForProvider finds an outbound message by Parley's id, if it
+// was handed to provider (so a report names only a message that provider
+// was asked to send).
+func (db *DB) FindMessageForProvider(ctx context.Context, messageID int64, provider string) (*parley.Message, error) {
+	row := db.queryRowDirect(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ? AND provider = ? AND direction = 'outbound'`, messageID, provider)
+	m, err := scanMessage(row.Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return m, err
+}
+
 // InsertInbound stores an inbound message once per provider id; a repeated
 // one returns the stored message and false.
 func (tx *Tx) InsertInbound(ctx context.Context, m *parley.Message, provider, providerID string) (bool, error) {

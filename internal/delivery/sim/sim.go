@@ -110,7 +110,7 @@ func (p *Provider) Flush(ctx context.Context, sink delivery.Sink) error {
 			return err
 		}
 		for _, r := range due {
-			err := sink.ApplyStatus(ctx, delivery.StatusUpdate{ProviderID: r.ProviderID, Status: r.FinalStatus,
+			err := sink.ApplyStatus(ctx, delivery.StatusUpdate{ProviderID: r.ProviderID, MessageID: r.MessageID, Status: r.FinalStatus,
 				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, At: p.Now()})
 			if err != nil {
 				return err

@@ -83,6 +83,9 @@ func (p *Provider) StatusHandler(sink delivery.Sink) http.Handler {
 			Status:     status,
 			At:         p.now().UTC(),
 		}
+		if id, err := strconv.ParseInt(r.URL.Query().Get("message_id"), 10, 64); err == nil && id > 0 {
+			u.MessageID = id
+		}
 		code := form.Get("ErrorCode")
 		if code == "0" {
 			code = ""

@@ -167,7 +167,7 @@ func TestSendPostsMessage(t *testing.T) {
 		"From":           {msg.From},
 		"Body":           {msg.Body},
 		"MediaUrl":       msg.MediaURLs,
-		"StatusCallback": {"https://parley.example.com/providers/twilio/status"},
+		"StatusCallback": {"https://parley.example.com/providers/twilio/status?message_id=42"},
 	}
 	if !equalForm(r.Form, want) {
 		t.Errorf("form = %v\nwant   %v", r.Form, want)
@@ -187,7 +187,7 @@ func TestSendWithMessagingService(t *testing.T) {
 		"To":                  {m.To},
 		"MessagingServiceSid": {serviceSID},
 		"Body":                {m.Body},
-		"StatusCallback":      {"https://parley.example.com/providers/twilio/status"},
+		"StatusCallback":      {"https://parley.example.com/providers/twilio/status?message_id=42"},
 	}
 	if got := f.recorded()[0].Form; !equalForm(got, want) {
 		t.Errorf("form = %v\nwant   %v", got, want)

@@ -183,7 +183,9 @@ func (p *Provider) Send(ctx context.Context, m delivery.Message) (delivery.Recei
 	if len(m.MediaURLs) > 0 {
 		params.SetMediaUrl(m.MediaURLs)
 	}
-	params.SetStatusCallback(p.statusCallback)
+	// Our message id rides in the callback URL (which Twilio signs), so a
+	// callback that overtakes the recording of the SID still finds its message.
+	params.SetStatusCallback(p.statusCallback + "?message_id=" + strconv.FormatInt(m.ID, 10))
 
 	// twilio-go builds its requests with context.Background(); a client per
 	// call lets the transport attach ctx (and record the HTTP status, which

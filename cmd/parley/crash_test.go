@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/client"
+)
+
+// crashSetup makes a SQLite database with a brand, a credential and a user,
+// and returns the environment for serve processes and a client factory.
+func crashSetup(t *testing.T) (nodeEnv []string, newClient func(url string) *client.Client, userID int64) {
+	t.Helper()
+	dir := t.TempDir()
+	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	dbURL := "sqlite:" + filepath.Join(dir, "parley.db")
+	e := env(map[string]string{"PARLEY_DB": dbURL, "PARLEY_SECRET_KEY": key, "PARLEY_DATA_DIR": dir})
+	out, err := runCmd(t, e, "brand", "create", "--name", "Acme", "--phone", "+14155550100", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var brand struct{ ID int64 }
+	json.Unmarshal([]byte(out), &brand)
+	out, err = runCmd(t, e, "credential", "create", "--brand", fmt.Sprint(brand.ID), "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cred struct{ Username, Secret string }
+	json.Unmarshal([]byte(out), &cred)
+	nodeEnv = []string{"PARLEY_DB=" + dbURL, "PARLEY_SECRET_KEY=" + key, "PARLEY_DATA_DIR=" + dir}
+	newClient = func(url string) *client.Client { return client.New(url, cred.Username, cred.Secret) }
+	return nodeEnv, newClient, 0
+}
+
+// TestRoles: an api node queues without delivering; a worker node delivers
+// and serves only health and metrics (issue #3, #4).
+func TestRoles(t *testing.T) {
+	nodeEnv, newClient, _ := crashSetup(t)
+	api := startProcess(t, nodeEnv, "serve", "--addr", "127.0.0.1:0", "--role", "api")
+	c := newClient(api.URL)
+	u, err := c.CreateUser(t.Context(), parley.UserCreate{PhoneNumber: parley.Some("+14155552671")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.SendMessage(t.Context(), parley.MessageCreate{UserID: parley.Some(u.ID), Body: parley.Some("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if got, _ := c.GetMessage(t.Context(), m.ID); got.Status != parley.StatusQueued {
+		t.Fatalf("an api-only node delivered: %s", got.Status)
+	}
+
+	worker := startProcess(t, nodeEnv, "serve", "--addr", "127.0.0.1:0", "--role", "worker", "--sim-delay", "10ms")
+	waitStatus(t, c, []int64{m.ID}, parley.StatusDelivered, 30*time.Second)
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200, "/api/v1/brand": 404} {
+		resp, err := http.Get(worker.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("worker node GET %s = %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
+// TestKillMidDrain: SIGKILL while messages drain loses none and sends none
+// twice through sim; a restarted node finishes the work (issue #4).
+func TestKillMidDrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for River's job rescuer (about 40 s)")
+	}
+	nodeEnv, newClient, _ := crashSetup(t)
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--sim-delay", "10ms", "--job-rescue-after", "1s", "--workers", "20"}
+	first := startProcess(t, nodeEnv, append(args, "--role", "api")...)
+	c := newClient(first.URL)
+	u, err := c.CreateUser(t.Context(), parley.UserCreate{PhoneNumber: parley.Some("+14155552671")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	ids := make([]int64, 0, n)
+	for range n {
+		m, err := c.SendMessage(t.Context(), parley.MessageCreate{UserID: parley.Some(u.ID), Body: parley.Some("hi")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	first.kill()
+
+	// A node that works the backlog, killed as soon as it has sent some.
+	second := startProcess(t, nodeEnv, args...)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(logCounts(second.stderr.String(), "sim: message sent to handset")) < n/10 {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker sent nothing")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	second.kill()
+	sentBefore := len(logCounts(second.stderr.String(), "sim: message sent to handset"))
+
+	third := startProcess(t, nodeEnv, args...)
+	waitStatus(t, newClient(third.URL), ids, parley.StatusDelivered, 120*time.Second)
+
+	sends := logCounts(second.stderr.String()+third.stderr.String(), "sim: message sent to handset")
+	for _, id := range ids {
+		if sends[id] != 1 {
+			t.Errorf("message %d reached the handset %d times, want exactly 1", id, sends[id])
+		}
+	}
+	t.Logf("sent before the kill: %d of %d; the rest after the restart", sentBefore, n)
+}

@@ -16,14 +16,19 @@ func (s *Service) CreateUser(ctx context.Context, brandID int64, in parley.UserC
 	if err != nil {
 		return nil, err
 	}
-	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
-		u.DateCreated = parley.Time{Time: tx.Now()}
-		u.DateLastUpdated = u.DateCreated
-		if err := tx.InsertUser(ctx, u); err != nil {
-			return err
-		}
-		return recordAPIConsent(ctx, tx, u, nil)
-	})
+	if u.MessagingConsent == nil {
+		// Nothing else to write: one statement, no transaction.
+		err = s.db.InsertUser(ctx, u)
+	} else {
+		err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+			u.DateCreated = parley.Time{Time: tx.Now()}
+			u.DateLastUpdated = u.DateCreated
+			if err := tx.InsertUser(ctx, u); err != nil {
+				return err
+			}
+			return recordAPIConsent(ctx, tx, u, nil)
+		})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parleyhq/parley"
 )
@@ -68,11 +69,30 @@ func (tx *Tx) FindUserByPhone(ctx context.Context, brandID int64, phone string) 
 // InsertUser stores u and sets its ID. A live user of the brand with the
 // same number answers EDuplicate (D5).
 func (tx *Tx) InsertUser(ctx context.Context, u *parley.User) error {
+	return insertUser(ctx, tx.queryRow, u)
+}
+
+// InsertUser is Tx.InsertUser as a single statement, without a
+// transaction: one round trip instead of three on PostgreSQL. It dates the
+// user with the database clock.
+func (db *DB) InsertUser(ctx context.Context, u *parley.User) error {
+	now := db.Now().UTC().Truncate(time.Microsecond)
+	u.DateCreated, u.DateLastUpdated = parley.Time{Time: now}, parley.Time{Time: now}
+	return insertUser(ctx, func(ctx context.Context, q string, args ...any) (*sql.Row, error) {
+		s, err := db.writeStmts.get(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		return s.QueryRowContext(ctx, args...), nil
+	}, u)
+}
+
+func insertUser(ctx context.Context, queryRow func(context.Context, string, ...any) (*sql.Row, error), u *parley.User) error {
 	loc := u.Location
 	if loc == nil {
 		loc = &parley.Location{}
 	}
-	row, err := tx.queryRow(ctx, qInsertUser, u.BrandID, u.PhoneNumber,
+	row, err := queryRow(ctx, qInsertUser, u.BrandID, u.PhoneNumber,
 		toNullString(u.FirstName), toNullString(u.LastName), toNullString(u.EmailAddress),
 		toNullString(u.DateOfBirth), toNullBool(u.MessagingConsent),
 		toNullString(loc.PostalCode), toNullString(loc.City), toNullString(loc.County),

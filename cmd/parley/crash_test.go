@@ -12,14 +12,13 @@ import (
 	"github.com/parleyhq/parley/client"
 )
 
-// crashSetup makes a SQLite database with a brand, a credential and a user,
-// and returns the environment for serve processes and a client factory.
-func crashSetup(t *testing.T) (nodeEnv []string, newClient func(url string) *client.Client, userID int64) {
+// setupNodes gives the database dbURL a brand and a credential with the
+// admin commands, and returns the environment for serve processes on it and
+// a client factory signing with that credential.
+func setupNodes(t *testing.T, dbURL string) (nodeEnv []string, newClient func(url string) *client.Client) {
 	t.Helper()
-	dir := t.TempDir()
 	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
-	dbURL := "sqlite:" + filepath.Join(dir, "parley.db")
-	e := env(map[string]string{"PARLEY_DB": dbURL, "PARLEY_SECRET_KEY": key, "PARLEY_DATA_DIR": dir})
+	e := env(map[string]string{"PARLEY_DB": dbURL, "PARLEY_SECRET_KEY": key, "PARLEY_DATA_DIR": t.TempDir()})
 	out, err := runCmd(t, e, "brand", "create", "--name", "Acme", "--phone", "+14155550100", "--json")
 	if err != nil {
 		t.Fatal(err)
@@ -32,15 +31,21 @@ func crashSetup(t *testing.T) (nodeEnv []string, newClient func(url string) *cli
 	}
 	var cred struct{ Username, Secret string }
 	json.Unmarshal([]byte(out), &cred)
-	nodeEnv = []string{"PARLEY_DB=" + dbURL, "PARLEY_SECRET_KEY=" + key, "PARLEY_DATA_DIR=" + dir}
-	newClient = func(url string) *client.Client { return client.New(url, cred.Username, cred.Secret) }
-	return nodeEnv, newClient, 0
+	nodeEnv = []string{"PARLEY_DB=" + dbURL, "PARLEY_SECRET_KEY=" + key}
+	return nodeEnv, func(url string) *client.Client { return client.New(url, cred.Username, cred.Secret) }
+}
+
+// sqliteNodes is setupNodes on a fresh SQLite file shared by the processes.
+func sqliteNodes(t *testing.T) ([]string, func(string) *client.Client) {
+	dir := t.TempDir()
+	nodeEnv, newClient := setupNodes(t, "sqlite:"+filepath.Join(dir, "parley.db"))
+	return append(nodeEnv, "PARLEY_DATA_DIR="+dir), newClient
 }
 
 // TestRoles: an api node queues without delivering; a worker node delivers
 // and serves only health and metrics (issue #3, #4).
 func TestRoles(t *testing.T) {
-	nodeEnv, newClient, _ := crashSetup(t)
+	nodeEnv, newClient := sqliteNodes(t)
 	api := startProcess(t, nodeEnv, "serve", "--addr", "127.0.0.1:0", "--role", "api")
 	c := newClient(api.URL)
 	u, err := c.CreateUser(t.Context(), parley.UserCreate{PhoneNumber: parley.Some("+14155552671")})
@@ -76,7 +81,7 @@ func TestKillMidDrain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for River's job rescuer (about 40 s)")
 	}
-	nodeEnv, newClient, _ := crashSetup(t)
+	nodeEnv, newClient := sqliteNodes(t)
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--sim-delay", "10ms", "--job-rescue-after", "1s", "--workers", "20"}
 	first := startProcess(t, nodeEnv, append(args, "--role", "api")...)
 	c := newClient(first.URL)

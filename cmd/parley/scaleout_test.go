@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -124,27 +123,11 @@ func TestScaleOut(t *testing.T) {
 	if os.Getenv(apitest.EnvPostgresURL) == "" {
 		t.Skip("needs PostgreSQL: set " + apitest.EnvPostgresURL)
 	}
-	dbURL := apitest.PostgresURL(t)
-	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
-	e := env(map[string]string{"PARLEY_DB": dbURL, "PARLEY_SECRET_KEY": key, "PARLEY_DATA_DIR": t.TempDir()})
-	out, err := runCmd(t, e, "brand", "create", "--name", "Acme", "--phone", "+14155550100", "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var brand struct{ ID int64 }
-	json.Unmarshal([]byte(out), &brand)
-	out, err = runCmd(t, e, "credential", "create", "--brand", fmt.Sprint(brand.ID), "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cred struct{ Username, Secret string }
-	json.Unmarshal([]byte(out), &cred)
-
-	nodeEnv := []string{"PARLEY_DB=" + dbURL, "PARLEY_SECRET_KEY=" + key}
+	nodeEnv, newClient := setupNodes(t, apitest.PostgresURL(t))
 	nodeA := startProcess(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), "serve", "--addr", "127.0.0.1:0", "--sim-delay", "20ms")
 	nodeB := startProcess(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), "serve", "--addr", "127.0.0.1:0", "--sim-delay", "20ms")
-	a := client.New(nodeA.URL, cred.Username, cred.Secret)
-	b := client.New(nodeB.URL, cred.Username, cred.Secret)
+	a := newClient(nodeA.URL)
+	b := newClient(nodeB.URL)
 	ctx := t.Context()
 
 	// Written through A, read and changed through B, seen again through A.

@@ -459,3 +459,27 @@ func TestStatusReportOvertakesSend(t *testing.T) {
 		t.Errorf("a report for an unsent message moved it to %s", got.Status)
 	}
 }
+
+func TestDeliveryMissingMediaFails(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	u := dlvUser(t, e, "+14155552671", nil)
+	png := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), make([]byte, 64)...)
+	f, err := e.A.UploadFile(e.Ctx, "dot.png", strings.NewReader(string(png)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.A.SendMessage(e.Ctx, parley.MessageCreate{UserID: parley.Some(u.ID), MediaItemUUIDs: parley.Some([]string{f.ID})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.App.DB.Writer().Exec("DELETE FROM files"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.App.Service.Deliver(e.Ctx, e.BrandA.ID, m.ID, 1, false); err != nil {
+		t.Fatalf("a missing file was retried: %v", err)
+	}
+	if got, _ := e.A.GetMessage(e.Ctx, m.ID); got.Status != parley.StatusFailed || strOf(got.ErrorCode) != "media_unavailable" {
+		t.Errorf("got %+v, want failed media_unavailable", got)
+	}
+}

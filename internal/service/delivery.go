@@ -18,6 +18,7 @@ const (
 	CodeUnsubscribed   = "recipient_unsubscribed"
 	CodeRecipientGone  = "recipient_not_found"
 	CodeOutcomeUnknown = "send_outcome_unknown"
+	CodeMediaGone      = "media_unavailable"
 )
 
 // Idempotent is implemented by providers that accept a message at most once
@@ -77,6 +78,10 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 	m := delivery.Message{ID: messageID, BrandID: brandID, From: d.From, To: d.To, Body: d.Message.Body}
 	for _, id := range d.Message.MediaItemUUIDs {
 		f, err := s.FindFileByID(ctx, brandID, id)
+		if parley.ErrorCode(err) == parley.ENotFound {
+			log.Info("delivery attempt", "outcome", "failed", "error_code", CodeMediaGone)
+			return s.fail(ctx, brandID, messageID, CodeMediaGone, "Media item "+id+" no longer exists.")
+		}
 		if err != nil {
 			return err
 		}

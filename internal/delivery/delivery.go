@@ -5,6 +5,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -74,6 +75,11 @@ type Inbound struct {
 	MediaURLs  []string
 	At         time.Time
 }
+
+// ErrNotYet is returned by Sink.ApplyStatus for a report about a message
+// whose send is still being recorded: the provider should report it again
+// a little later.
+var ErrNotYet = errors.New("delivery: the message's send is still being recorded; report again later")
 
 // Sink receives what providers report. Parley's service implements it.
 type Sink interface {

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -452,9 +453,13 @@ func TestStatusReportOvertakesSend(t *testing.T) {
 	if pid := dlvProviderID(t, e, m.ID); pid != "SIMearly" {
 		t.Errorf("provider id = %q, want the report's", pid)
 	}
-	// A report naming a message this provider was never asked to send is ignored.
+	// A report naming a message whose send is not recorded yet is refused
+	// for now (the provider reports again) and changes nothing.
 	other := dlvSend(t, e, dlvUser(t, e, "+14155552672", nil).ID)
-	e.App.Service.ApplyStatus(e.Ctx, delivery.StatusUpdate{ProviderID: "SIMx", MessageID: other.ID, Status: parley.StatusDelivered})
+	err = e.App.Service.ApplyStatus(e.Ctx, delivery.StatusUpdate{ProviderID: "SIMx", MessageID: other.ID, Status: parley.StatusDelivered})
+	if !errors.Is(err, delivery.ErrNotYet) {
+		t.Errorf("report before the send is recorded: %v, want ErrNotYet", err)
+	}
 	if got, _ := e.A.GetMessage(e.Ctx, other.ID); got.Status != parley.StatusQueued {
 		t.Errorf("a report for an unsent message moved it to %s", got.Status)
 	}

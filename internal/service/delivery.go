@@ -87,13 +87,19 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 		}
 		m.MediaURLs = append(m.MediaURLs, s.publicURL+s.MediaURLPath(f, s.db.Now().Add(24*time.Hour)))
 	}
-	var marked bool
-	if err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-		var err error
-		marked, err = tx.MarkSending(ctx, brandID, messageID, s.provider.Name())
-		return err
-	}); err != nil || !marked {
-		return err
+	// Record the attempt before the call, so a retry after a crash knows a
+	// send may have happened. An idempotent provider makes that harmless and
+	// the write unneeded: it accepts the message once however often it is sent.
+	idempotent := isIdempotent(s.provider)
+	if !idempotent {
+		var marked bool
+		if err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+			var err error
+			marked, err = tx.MarkSending(ctx, brandID, messageID, s.provider.Name())
+			return err
+		}); err != nil || !marked {
+			return err
+		}
 	}
 
 	start := time.Now()
@@ -105,7 +111,8 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 		s.observeCall("sent", took)
 		log.Info("delivery attempt", "outcome", "sent", "provider_id", receipt.ProviderID, "duration", took)
 		return s.db.WithTx(ctx, func(tx *store.Tx) error {
-			ok, err := tx.TransitionMessage(ctx, brandID, messageID, store.Transition{Status: parley.StatusSent, At: tx.Now(), ProviderID: receipt.ProviderID})
+			ok, err := tx.TransitionMessage(ctx, brandID, messageID, store.Transition{Status: parley.StatusSent, At: tx.Now(),
+				ProviderID: receipt.ProviderID, Provider: s.provider.Name()})
 			if err != nil {
 				return err
 			}
@@ -212,6 +219,13 @@ func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) erro
 	m, err := s.db.FindMessageByProviderID(ctx, s.provider.Name(), u.ProviderID)
 	if errors.Is(err, store.ErrNotFound) && u.MessageID != 0 {
 		m, err = s.db.FindMessageForProvider(ctx, u.MessageID, s.provider.Name())
+		if errors.Is(err, store.ErrNotFound) {
+			// Still queued with no provider recorded: the worker's write of the
+			// send has not landed yet.
+			if q, qerr := s.db.FindMessageForProvider(ctx, u.MessageID, ""); qerr == nil && q.Status == parley.StatusQueued {
+				return delivery.ErrNotYet
+			}
+		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		s.logger.Info("status update for an unknown provider id: ignored", "provider", s.provider.Name(), "provider_id", u.ProviderID)

@@ -23,12 +23,17 @@ type Delivery struct {
 	ProviderID       string
 }
 
-// FindDelivery loads a message with its recipient and brand, or ErrNotFound.
-func (db *DB) FindDelivery(ctx context.Context, brandID, messageID int64) (*Delivery, error) {
-	row := db.queryRowDirect(ctx, `SELECT `+prefixed("m.", messageColumns)+`,
+var qFindDelivery = `SELECT ` + prefixed("m.", messageColumns) + `,
 	u.phone_number, u.is_deleted, u.messaging_consent, b.phone_number, m.sending_at, m.provider, m.provider_id
 	FROM messages m JOIN users u ON u.id = m.user_id JOIN brands b ON b.id = m.brand_id
-	WHERE m.brand_id = ? AND m.id = ?`, brandID, messageID)
+	WHERE m.brand_id = ? AND m.id = ?`
+
+// FindDelivery loads a message with its recipient and brand, or ErrNotFound.
+func (db *DB) FindDelivery(ctx context.Context, brandID, messageID int64) (*Delivery, error) {
+	row, err := db.queryRow(ctx, qFindDelivery, brandID, messageID)
+	if err != nil {
+		return nil, err
+	}
 	var d Delivery
 	var consent sql.NullBool
 	var sending sql.NullInt64
@@ -59,11 +64,13 @@ func prefixed(prefix, columns string) string {
 	return strings.Join(parts, ", ")
 }
 
+const qMarkSending = `UPDATE messages SET sending_at = ?, attempts = attempts + 1, provider = ?
+	WHERE brand_id = ? AND id = ? AND status = 'queued'`
+
 // MarkSending records that a provider call is about to happen for a queued
 // message; false when the message is no longer queued.
 func (tx *Tx) MarkSending(ctx context.Context, brandID, messageID int64, provider string) (bool, error) {
-	res, err := tx.exec(ctx, `UPDATE messages SET sending_at = ?, attempts = attempts + 1, provider = ?
-	WHERE brand_id = ? AND id = ? AND status = 'queued'`, micros(tx.now), provider, brandID, messageID)
+	res, err := tx.exec(ctx, qMarkSending, micros(tx.now), provider, brandID, messageID)
 	if err != nil {
 		return false, fmt.Errorf("store: mark sending: %w", err)
 	}
@@ -78,6 +85,7 @@ type Transition struct {
 	ErrorCode    *string
 	ErrorMessage *string
 	ProviderID   string // recorded when not empty
+	Provider     string // recorded when not empty (a send that skipped MarkSending)
 }
 
 // TransitionMessage moves a message to t.Status if it is in a status that
@@ -88,32 +96,64 @@ func (tx *Tx) TransitionMessage(ctx context.Context, brandID, messageID int64, t
 	if len(from) == 0 {
 		return false, fmt.Errorf("store: no transition to %q", t.Status)
 	}
-	set := `status = ?, error_code = ?, error_message = ?`
 	args := []any{t.Status, toNullString(t.ErrorCode), toNullString(t.ErrorMessage)}
 	at := micros(t.At)
 	switch t.Status {
 	case parley.StatusSent:
-		set += `, date_sent = ?`
 		args = append(args, at)
 	case parley.StatusDelivered:
-		set += `, date_sent = COALESCE(date_sent, ?), date_delivered = ?`
 		args = append(args, at, at)
 	}
 	if t.ProviderID != "" {
-		set += `, provider_id = ?`
 		args = append(args, t.ProviderID)
 	}
+	if t.Provider != "" {
+		args = append(args, t.Provider)
+	}
 	args = append(args, brandID, messageID)
-	q := `UPDATE messages SET ` + set + ` WHERE brand_id = ? AND id = ? AND status IN (?` + strings.Repeat(", ?", len(from)-1) + `)`
 	for _, f := range from {
 		args = append(args, f)
 	}
+	q := transitionQuery(t.Status, t.ProviderID != "", t.Provider != "")
 	res, err := tx.exec(ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("store: transition message: %w", err)
 	}
 	n, _ := res.RowsAffected()
 	return n == 1, nil
+}
+
+// transitionQuery is the UPDATE of TransitionMessage; its few variants are
+// prepared up front (see hotWrites).
+func transitionQuery(status string, withProviderID, withProvider bool) string {
+	set := `status = ?, error_code = ?, error_message = ?`
+	switch status {
+	case parley.StatusSent:
+		set += `, date_sent = ?`
+	case parley.StatusDelivered:
+		set += `, date_sent = COALESCE(date_sent, ?), date_delivered = ?`
+	}
+	if withProviderID {
+		set += `, provider_id = ?`
+	}
+	if withProvider {
+		set += `, provider = ?`
+	}
+	n := len(parley.StatusFrom(status))
+	return `UPDATE messages SET ` + set + ` WHERE brand_id = ? AND id = ? AND status IN (?` + strings.Repeat(", ?", n-1) + `)`
+}
+
+// transitionQueries lists every variant of transitionQuery.
+func transitionQueries() []string {
+	var qs []string
+	for _, st := range []string{parley.StatusSent, parley.StatusDelivered, parley.StatusUndelivered, parley.StatusFailed} {
+		for _, pid := range []bool{false, true} {
+			for _, p := range []bool{false, true} {
+				qs = append(qs, transitionQuery(st, pid, p))
+			}
+		}
+	}
+	return qs
 }
 
 // SetProviderID records the provider's id for a message.
@@ -127,7 +167,10 @@ func (tx *Tx) SetProviderID(ctx context.Context, brandID, messageID int64, provi
 
 // FindMessageByProviderID finds the message a provider's update is about.
 func (db *DB) FindMessageByProviderID(ctx context.Context, provider, providerID string) (*parley.Message, error) {
-	row := db.queryRowDirect(ctx, `SELECT `+messageColumns+` FROM messages WHERE provider = ? AND provider_id = ?`, provider, providerID)
+	row, err := db.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE provider = ? AND provider_id = ?`, provider, providerID)
+	if err != nil {
+		return nil, err
+	}
 	m, err := scanMessage(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -137,9 +180,9 @@ func (db *DB) FindMessageByProviderID(ctx context.Context, provider, providerID 
 
 // FindMessageForProvider finds an outbound message by Parley's id, if it
 // was handed to provider (so a report names only a message that provider
-// was asked to send).
+// was asked to send); provider "" finds one not yet handed to any.
 func (db *DB) FindMessageForProvider(ctx context.Context, messageID int64, provider string) (*parley.Message, error) {
-	row := db.queryRowDirect(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ? AND provider = ? AND direction = 'outbound'`, messageID, provider)
+	row := db.queryRowDirect(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ? AND COALESCE(provider, '') = ? AND direction = 'outbound'`, messageID, provider)
 	m, err := scanMessage(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound

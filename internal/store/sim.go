@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -20,8 +21,12 @@ type SimRecord struct {
 // the record that is stored: the sim's idempotency by message id. fresh is
 // true when rec was new.
 func (db *DB) SimAccept(ctx context.Context, rec SimRecord) (SimRecord, bool, error) {
-	res, err := db.write.ExecContext(ctx, db.rebind(`INSERT INTO sim_messages (provider_id, message_id, final_status,
-	error_code, error_message, due_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`),
+	ins, err := db.writeStmts.get(ctx, `INSERT INTO sim_messages (provider_id, message_id, final_status,
+	error_code, error_message, due_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`)
+	if err != nil {
+		return rec, false, err
+	}
+	res, err := ins.ExecContext(ctx,
 		rec.ProviderID, rec.MessageID, rec.FinalStatus, nullIfEmpty(rec.ErrorCode), nullIfEmpty(rec.ErrorMessage), micros(rec.DueAt))
 	if err != nil {
 		return rec, false, fmt.Errorf("store: sim accept: %w", err)
@@ -69,9 +74,18 @@ func (db *DB) SimDue(ctx context.Context, now time.Time, limit int) ([]SimRecord
 	return out, rows.Err()
 }
 
-// SimMarkReported records that a final status was reported.
-func (db *DB) SimMarkReported(ctx context.Context, providerID string) error {
-	_, err := db.write.ExecContext(ctx, db.rebind(`UPDATE sim_messages SET reported = TRUE WHERE provider_id = ?`), providerID)
+// SimMarkReported records that the final statuses of the records named by
+// providerIDs were reported.
+func (db *DB) SimMarkReported(ctx context.Context, providerIDs []string) error {
+	if len(providerIDs) == 0 {
+		return nil
+	}
+	args := make([]any, len(providerIDs))
+	for i, id := range providerIDs {
+		args[i] = id
+	}
+	_, err := db.write.ExecContext(ctx, db.rebind(`UPDATE sim_messages SET reported = TRUE WHERE provider_id IN (?`+
+		strings.Repeat(", ?", len(providerIDs)-1)+`)`), args...)
 	if err != nil {
 		return fmt.Errorf("store: sim reported: %w", err)
 	}

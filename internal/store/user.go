@@ -28,7 +28,8 @@ const (
 )
 
 // hotWrites are prepared on the writer once migrations have run.
-var hotWrites = []string{qUserByID, qUserByPhone, qInsertUser, qUpdateUser, qInsertMessage}
+var hotWrites = append([]string{qUserByID, qUserByPhone, qInsertUser, qUpdateUser, qInsertMessage, qMarkSending},
+	transitionQueries()...)
 
 // FindUserByID returns a user of the brand that is not deleted, or ErrNotFound.
 func (db *DB) FindUserByID(ctx context.Context, brandID, id int64) (*parley.User, error) {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,7 @@ const (
 type Ledger interface {
 	SimAccept(ctx context.Context, rec store.SimRecord) (store.SimRecord, bool, error)
 	SimDue(ctx context.Context, now time.Time, limit int) ([]store.SimRecord, error)
-	SimMarkReported(ctx context.Context, providerID string) error
+	SimMarkReported(ctx context.Context, providerIDs []string) error
 }
 
 // Provider is the simulator.
@@ -104,20 +105,32 @@ func (p *Provider) Run(ctx context.Context, sink delivery.Sink) {
 
 // Flush reports every final status that is due now.
 func (p *Provider) Flush(ctx context.Context, sink delivery.Sink) error {
+	const batch = 500
 	for {
-		due, err := p.ledger.SimDue(ctx, p.Now(), 500)
-		if err != nil || len(due) == 0 {
+		due, err := p.ledger.SimDue(ctx, p.Now(), batch)
+		if err != nil {
 			return err
 		}
+		reported := make([]string, 0, len(due))
 		for _, r := range due {
 			err := sink.ApplyStatus(ctx, delivery.StatusUpdate{ProviderID: r.ProviderID, MessageID: r.MessageID, Status: r.FinalStatus,
 				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, At: p.Now()})
+			if errors.Is(err, delivery.ErrNotYet) {
+				continue // the next tick reports it
+			}
 			if err != nil {
+				p.ledger.SimMarkReported(ctx, reported) // saves work; a repeat would be harmless
 				return err
 			}
-			if err := p.ledger.SimMarkReported(ctx, r.ProviderID); err != nil {
-				return err
-			}
+			reported = append(reported, r.ProviderID)
+		}
+		// Marked once per batch: after a crash in between, the repeated
+		// reports change nothing.
+		if err := p.ledger.SimMarkReported(ctx, reported); err != nil {
+			return err
+		}
+		if len(due) < batch || len(reported) == 0 {
+			return nil
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/app"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
@@ -147,6 +149,21 @@ func TestAdminCommands(t *testing.T) {
 	}
 	id := strconv.FormatInt(brand.ID, 10)
 
+	out, err = runCmd(t, e, "brand", "update", id, "--help-reply", "Acme help", "--stop-reply", "Bye", "--json")
+	if err != nil || !strings.Contains(out, `"Acme"`) {
+		t.Fatalf("brand update: %v %s", err, out)
+	}
+	if _, err := runCmd(t, e, "brand", "update", id, "--phone", "12"); err == nil {
+		t.Error("brand update accepted an invalid phone number")
+	}
+	if _, err := runCmd(t, e, "brand", "update", id, "--name", "Acme Inc"); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = runCmd(t, e, "brand", "list", "--json")
+	if !strings.Contains(out, `"Acme Inc"`) {
+		t.Errorf("brand list after update: %s", out)
+	}
+
 	out, err = runCmd(t, e, "credential", "create", "--brand", id, "--json")
 	if err != nil {
 		t.Fatal(err)
@@ -214,4 +231,36 @@ func serveURL(t *testing.T, out string) string {
 		t.Fatalf("no address in %q", out)
 	}
 	return strings.Fields(rest)[0]
+}
+
+// TestBrandUpdateReplies: the replies set with `brand update` are what
+// keywords answer, and only the flags given change (issue #4).
+func TestBrandUpdateReplies(t *testing.T) {
+	dir := t.TempDir()
+	e := env(map[string]string{"PARLEY_DATA_DIR": dir})
+	if _, err := runCmd(t, e, "brand", "create", "--name", "Acme", "--phone", "+14155550100"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, e, "brand", "update", "1", "--help-reply", "Acme help", "--stop-reply", "Bye"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, e, "brand", "update", "1", "--stop-reply", ""); err != nil {
+		t.Fatal(err)
+	}
+	a, err := openForTest(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Service.BrandReplies(t.Context(), 1)
+	if err != nil || r.Help != "Acme help" || r.Stop != "" || r.Start != "" {
+		t.Errorf("replies = %+v %v; want help kept, stop cleared, start untouched", r, err)
+	}
+}
+
+func openForTest(t *testing.T, dir string) (*app.App, error) {
+	a, err := app.Open(t.Context(), app.Config{DataDir: dir, Role: "api"})
+	if err == nil {
+		t.Cleanup(func() { a.Close() })
+	}
+	return a, err
 }

@@ -167,27 +167,14 @@ func (tx *Tx) SetProviderID(ctx context.Context, brandID, messageID int64, provi
 
 // FindMessageByProviderID finds the message a provider's update is about.
 func (db *DB) FindMessageByProviderID(ctx context.Context, provider, providerID string) (*parley.Message, error) {
-	row, err := db.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE provider = ? AND provider_id = ?`, provider, providerID)
-	if err != nil {
-		return nil, err
-	}
-	m, err := scanMessage(row.Scan)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	return m, err
+	return db.findMessage(ctx, `provider = ? AND provider_id = ?`, provider, providerID)
 }
 
 // FindMessageForProvider finds an outbound message by Parley's id, if it
 // was handed to provider (so a report names only a message that provider
 // was asked to send); provider "" finds one not yet handed to any.
 func (db *DB) FindMessageForProvider(ctx context.Context, messageID int64, provider string) (*parley.Message, error) {
-	row := db.queryRowDirect(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ? AND COALESCE(provider, '') = ? AND direction = 'outbound'`, messageID, provider)
-	m, err := scanMessage(row.Scan)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	return m, err
+	return db.findMessage(ctx, `id = ? AND COALESCE(provider, '') = ? AND direction = 'outbound'`, messageID, provider)
 }
 
 // InsertInbound stores an inbound message once per provider id; a repeated

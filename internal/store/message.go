@@ -95,7 +95,12 @@ func (tx *Tx) InsertMessage(ctx context.Context, m *parley.Message) error {
 
 // FindMessage returns a message of the brand, or ErrNotFound.
 func (db *DB) FindMessage(ctx context.Context, brandID, id int64) (*parley.Message, error) {
-	row, err := db.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE brand_id = ? AND id = ?`, brandID, id)
+	return db.findMessage(ctx, `brand_id = ? AND id = ?`, brandID, id)
+}
+
+// findMessage returns the one message matching where, or ErrNotFound.
+func (db *DB) findMessage(ctx context.Context, where string, args ...any) (*parley.Message, error) {
+	row, err := db.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+where, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	twSID := stringFlag(fs, getenv, "twilio-account-sid", "", "Twilio account SID")
 	twToken := stringFlag(fs, getenv, "twilio-auth-token", "", "Twilio auth token")
 	twService := stringFlag(fs, getenv, "twilio-messaging-service-sid", "", "Twilio Messaging Service SID (instead of the brand's number as From)")
+	allowPrivate := stringFlag(fs, getenv, "webhook-allow-private", "false", "let webhook endpoints use http:// and private or loopback addresses (development only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,6 +62,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		cfg.SimDelay = -1 // at once
 	}
 	cfg.Role, cfg.Provider = *role, *provider
+	if cfg.WebhookAllowPrivate, err = strconv.ParseBool(*allowPrivate); err != nil {
+		return fmt.Errorf("--webhook-allow-private: want true or false")
+	}
 	cfg.Twilio = app.TwilioConfig{AccountSID: *twSID, AuthToken: *twToken, MessagingServiceSID: *twService}
 	logger, err := newLogger(*logFormat, stderr)
 	if err != nil {

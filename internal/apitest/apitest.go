@@ -51,6 +51,7 @@ func New(t testing.TB, opts ...Option) *Env {
 		handler.Load().(http.Handler).ServeHTTP(w, r)
 	}))
 	cfg.PublicURL = e.Server.URL
+	cfg.WebhookAllowPrivate = true // receivers are httptest servers on 127.0.0.1
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -75,6 +75,9 @@ type Config struct {
 	// JobRescueAfter is how long a running job may stay silent before it is
 	// taken over (after a crash); 0 means 1 minute.
 	JobRescueAfter time.Duration
+	// WebhookAllowPrivate lets webhook endpoints use http:// and private,
+	// loopback and link-local addresses: development and tests only (D11).
+	WebhookAllowPrivate bool
 	// SimDelay is how long the sim provider takes to report delivery; 0
 	// means 500 ms, a negative value means at once.
 	SimDelay time.Duration
@@ -182,10 +185,11 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, fmt.Errorf("app: unknown provider %q (want sim or twilio)", cfg.Provider)
 	}
 	a.Service.SetDelivery(a.Provider, cfg.PublicURL, a.Metrics, cfg.Logger)
+	a.Service.SetWebhooks(cfg.WebhookAllowPrivate, a.Metrics)
 
 	var wc *jobs.WorkerConfig
 	if cfg.Role != "api" {
-		wc = &jobs.WorkerConfig{Deliverer: a.Service, Concurrency: cfg.Workers, RescueAfter: cfg.JobRescueAfter,
+		wc = &jobs.WorkerConfig{Deliverer: a.Service, Webhooks: a.Service, Concurrency: cfg.Workers, RescueAfter: cfg.JobRescueAfter,
 			Logger: slog.New(slog.DiscardHandler)}
 	}
 	if a.Queue, err = jobs.Open(a.DB.Writer(), a.DB.Engine(), wc); err != nil {
@@ -196,6 +200,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Users: a.Service, Messages: a.Service, Files: a.Service, Brands: a.Service,
 		Credentials: a.Service, Media: a.Service, DB: a.DB,
 		Logger:        cfg.Logger,
+		Webhooks:      a.Service,
 		Metrics:       a.Metrics.Handler(),
 		ClockSkew:     cfg.ClockSkew,
 		Now:           cfg.Now,
@@ -212,6 +217,10 @@ type lateQueue struct{ q *jobs.Queue }
 
 func (l *lateQueue) EnqueueDelivery(ctx context.Context, tx *sql.Tx, brandID, messageID int64) error {
 	return l.q.EnqueueDelivery(ctx, tx, brandID, messageID)
+}
+
+func (l *lateQueue) EnqueueWebhook(ctx context.Context, tx *sql.Tx, brandID int64, eventID string, endpointID int64) error {
+	return l.q.EnqueueWebhook(ctx, tx, brandID, eventID, endpointID)
 }
 
 // Start runs the background work of the node's role: the job workers and,

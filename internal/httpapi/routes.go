@@ -38,12 +38,25 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/files", s.authed(multipartBody, s.uploadFile)},
 		{"GET", v1 + "/files/{file_id}", s.authed(noBody, s.getFile)},
 
+		{"POST", v1 + "/webhooks", s.authed(jsonBody, s.createWebhook)},
+		{"GET", v1 + "/webhooks", s.authed(noBody, s.listWebhooks)},
+		{"GET", v1 + "/webhooks/{webhook_id}", s.authed(noBody, s.getWebhook)},
+		{"POST", v1 + "/webhooks/{webhook_id}", s.authed(jsonBody, s.updateWebhook)},
+		{"DELETE", v1 + "/webhooks/{webhook_id}", s.authed(noBody, s.deleteWebhook)},
+		{"POST", v1 + "/webhooks/{webhook_id}/rotate_secret", s.authed(noBody, s.rotateWebhookSecret)},
+		{"GET", v1 + "/webhooks/{webhook_id}/deliveries", s.authed(noBody, s.listWebhookDeliveries)},
+		{"POST", v1 + "/webhooks/{webhook_id}/test", s.authed(noBody, s.testWebhook)},
+		{"POST", v1 + "/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", s.authed(noBody, s.retryWebhookDelivery)},
+
 		{"GET", v1 + "/segments", s.authed(noBody, s.listSegments)},
 		{"GET", v1 + "/custom_data", s.authed(noBody, s.listCustomFields)},
 		{"GET", v1 + "/brand", s.authed(noBody, s.getBrand)},
 	}
 	if s.OpsOnly {
 		r = r[:2] // healthz, readyz
+	}
+	if s.Webhooks == nil { // a server without webhooks configured
+		r = slices.DeleteFunc(r, func(rt route) bool { return strings.Contains(rt.path, "/webhooks") })
 	}
 	if s.Metrics != nil {
 		r = append(r, route{"GET", "/metrics", s.Metrics})

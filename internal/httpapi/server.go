@@ -34,6 +34,7 @@ type Config struct {
 	Files       parley.FileService
 	Brands      parley.BrandService
 	Credentials parley.CredentialSource
+	Webhooks    parley.WebhookService
 	Media       MediaOpener
 	DB          Pinger
 	Logger      *slog.Logger

@@ -15,6 +15,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/parleyhq/parley/internal/webhook"
 )
 
 // DeliverMessageArgs asks a worker to hand one outbound message to the SMS
@@ -27,6 +29,16 @@ type DeliverMessageArgs struct {
 // Kind implements river.JobArgs.
 func (DeliverMessageArgs) Kind() string { return "deliver_message" }
 
+// DeliverWebhookArgs asks a worker to deliver one event to one endpoint.
+type DeliverWebhookArgs struct {
+	BrandID    int64  `json:"brand_id"`
+	EventID    string `json:"event_id"`
+	EndpointID int64  `json:"endpoint_id"`
+}
+
+// Kind implements river.JobArgs.
+func (DeliverWebhookArgs) Kind() string { return "deliver_webhook" }
+
 // Queue is a River client bound to Parley's database.
 type Queue struct {
 	client  *river.Client[*sql.Tx]
@@ -38,9 +50,15 @@ type Deliverer interface {
 	Deliver(ctx context.Context, brandID, messageID int64, attempt int, final bool) error
 }
 
+// WebhookDeliverer makes one webhook delivery attempt.
+type WebhookDeliverer interface {
+	DeliverWebhook(ctx context.Context, brandID int64, eventID string, endpointID int64, attempt int, final bool) error
+}
+
 // WorkerConfig turns a queue into one that also works jobs.
 type WorkerConfig struct {
 	Deliverer Deliverer
+	Webhooks  WebhookDeliverer
 	// Concurrency is how many deliveries run at once on this node.
 	Concurrency int
 	// RescueAfter is how long a job may run before another node or a
@@ -83,6 +101,7 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 	if w != nil {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &deliverWorker{d: w.Deliverer})
+		river.AddWorker(workers, &webhookWorker{d: w.Webhooks})
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(1, w.Concurrency)}}
 		cfg.RescueStuckJobsAfter = cmp.Or(w.RescueAfter, time.Minute)
@@ -97,6 +116,31 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	return &Queue{client: c, working: w != nil}, nil
+}
+
+type webhookWorker struct {
+	river.WorkerDefaults[DeliverWebhookArgs]
+	d WebhookDeliverer
+}
+
+func (w *webhookWorker) Work(ctx context.Context, job *river.Job[DeliverWebhookArgs]) error {
+	return w.d.DeliverWebhook(ctx, job.Args.BrandID, job.Args.EventID, job.Args.EndpointID, job.Attempt, job.Attempt >= job.MaxAttempts)
+}
+
+// NextRetry follows the webhook schedule (D11): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
+func (w *webhookWorker) NextRetry(job *river.Job[DeliverWebhookArgs]) time.Time {
+	d, _ := webhook.NextRetry(job.Attempt)
+	return time.Now().Add(d)
+}
+
+// EnqueueWebhook inserts the delivery of an event to an endpoint inside tx.
+func (q *Queue) EnqueueWebhook(ctx context.Context, tx *sql.Tx, brandID int64, eventID string, endpointID int64) error {
+	_, err := q.client.InsertTx(ctx, tx, DeliverWebhookArgs{BrandID: brandID, EventID: eventID, EndpointID: endpointID},
+		&river.InsertOpts{MaxAttempts: webhook.MaxAttempts})
+	if err != nil {
+		return fmt.Errorf("jobs: enqueue webhook: %w", err)
+	}
+	return nil
 }
 
 // Start begins working jobs; a queue opened without workers does nothing.

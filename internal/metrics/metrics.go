@@ -25,6 +25,7 @@ type Metrics struct {
 	transitions     *prometheus.CounterVec
 	providerSeconds *prometheus.HistogramVec
 	retries         prometheus.Counter
+	webhookAttempts *prometheus.HistogramVec
 }
 
 // New registers every collector; queue may be nil.
@@ -45,7 +46,12 @@ func New(queue QueueStats) *Metrics {
 			Help: "Delivery attempts that failed temporarily and will be retried.",
 		}),
 	}
-	m.Registry.MustRegister(m.transitions, m.providerSeconds, m.retries,
+	m.webhookAttempts = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "parley_webhook_attempt_seconds",
+		Help:    "Webhook delivery attempts by outcome (delivered, retrying, failed, disabled) and their latency.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15},
+	}, []string{"outcome"})
+	m.Registry.MustRegister(m.transitions, m.providerSeconds, m.retries, m.webhookAttempts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queue != nil {
 		m.Registry.MustRegister(&queueCollector{stats: queue})
@@ -64,6 +70,11 @@ func (m *Metrics) Transition(status string) { m.transitions.WithLabelValues(stat
 // ProviderCall observes one provider call.
 func (m *Metrics) ProviderCall(provider, outcome string, d time.Duration) {
 	m.providerSeconds.WithLabelValues(provider, outcome).Observe(d.Seconds())
+}
+
+// WebhookAttempt observes one webhook delivery attempt.
+func (m *Metrics) WebhookAttempt(outcome string, latency time.Duration) {
+	m.webhookAttempts.WithLabelValues(outcome).Observe(latency.Seconds())
 }
 
 // Retry counts a delivery attempt that will be retried.

@@ -111,14 +111,10 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 		s.observeCall("sent", took)
 		log.Info("delivery attempt", "outcome", "sent", "provider_id", receipt.ProviderID, "duration", took)
 		return s.db.WithTx(ctx, func(tx *store.Tx) error {
-			ok, err := tx.TransitionMessage(ctx, brandID, messageID, store.Transition{Status: parley.StatusSent, At: tx.Now(),
+			ok, err := s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusSent, At: tx.Now(),
 				ProviderID: receipt.ProviderID, Provider: s.provider.Name()})
-			if err != nil {
+			if err != nil || ok {
 				return err
-			}
-			if ok {
-				s.observeTransition(parley.StatusSent)
-				return nil
 			}
 			return tx.SetProviderID(ctx, brandID, messageID, receipt.ProviderID) // a callback overtook us
 		})
@@ -170,12 +166,29 @@ func (s *Service) observeTransition(status string) {
 // fail moves a queued or sent message to failed with the code and message.
 func (s *Service) fail(ctx context.Context, brandID, messageID int64, code, msg string) error {
 	return s.db.WithTx(ctx, func(tx *store.Tx) error {
-		ok, err := tx.TransitionMessage(ctx, brandID, messageID, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg})
-		if ok {
-			s.observeTransition(parley.StatusFailed)
-		}
+		_, err := s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg})
 		return err
 	})
+}
+
+// transition moves a message (store.TransitionMessage), counts it and emits
+// its message.<status> event in the same transaction.
+func (s *Service) transition(ctx context.Context, tx *store.Tx, brandID, messageID int64, t store.Transition) (bool, error) {
+	ok, err := tx.TransitionMessage(ctx, brandID, messageID, t)
+	if err != nil || !ok {
+		return ok, err
+	}
+	s.observeTransition(t.Status)
+	typ := "message." + t.Status
+	hooks, err := s.hooksFor(ctx, tx, brandID, typ)
+	if err != nil || len(hooks) == 0 {
+		return true, err
+	}
+	m, err := tx.FindMessage(ctx, brandID, messageID)
+	if err != nil {
+		return true, err
+	}
+	return true, s.emitTo(ctx, tx, brandID, typ, hooks, m)
 }
 
 // failUnsubscribed fails a message the carrier refused because the
@@ -183,12 +196,8 @@ func (s *Service) fail(ctx context.Context, brandID, messageID int64, code, msg 
 func (s *Service) failUnsubscribed(ctx context.Context, brandID, messageID, userID int64, providerCode string) error {
 	code, msg := CodeUnsubscribed, "The carrier reports that the recipient has opted out."
 	return s.db.WithTx(ctx, func(tx *store.Tx) error {
-		ok, err := tx.TransitionMessage(ctx, brandID, messageID, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg})
-		if err != nil {
+		if _, err := s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg}); err != nil {
 			return err
-		}
-		if ok {
-			s.observeTransition(parley.StatusFailed)
 		}
 		return s.setConsent(ctx, tx, brandID, userID, false, "provider", s.provider.Name()+":"+providerCode, messageID)
 	})
@@ -210,8 +219,28 @@ func (s *Service) setConsent(ctx context.Context, tx *store.Tx, brandID, userID 
 	if err != nil {
 		return err
 	}
-	return tx.InsertConsentEvent(ctx, brandID, store.ConsentEvent{UserID: userID, Previous: prev, New: &value,
+	return s.consentChanged(ctx, tx, brandID, userID, store.ConsentEvent{UserID: userID, Previous: prev, New: &value,
 		Source: source, Detail: detail, MessageID: messageID})
+}
+
+// consentChanged appends the consent event and emits user.subscribed or
+// user.unsubscribed (D11) when consent became true or false.
+func (s *Service) consentChanged(ctx context.Context, tx *store.Tx, brandID, userID int64, e store.ConsentEvent) error {
+	if err := tx.InsertConsentEvent(ctx, brandID, e); err != nil {
+		return err
+	}
+	if e.New == nil {
+		return nil
+	}
+	typ := parley.EventUserUnsubscribed
+	if *e.New {
+		typ = parley.EventUserSubscribed
+	}
+	u, err := tx.FindUserByID(ctx, brandID, userID)
+	if err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, brandID, typ, u)
 }
 
 // ApplyStatus implements delivery.Sink.
@@ -246,11 +275,10 @@ func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) erro
 			}
 			t.ErrorCode, t.ErrorMessage = &code, &msg
 		}
-		ok, err := tx.TransitionMessage(ctx, m.BrandID, m.ID, t)
+		ok, err := s.transition(ctx, tx, m.BrandID, m.ID, t)
 		if err != nil || !ok {
 			return err // a repeated or late update changes nothing
 		}
-		s.observeTransition(u.Status)
 		if u.Unsubscribed {
 			return s.setConsent(ctx, tx, m.BrandID, m.UserID, false, "provider", s.provider.Name()+":"+u.ErrorCode, m.ID)
 		}
@@ -308,7 +336,9 @@ func (s *Service) ReceiveInbound(ctx context.Context, in delivery.Inbound) (stri
 		if errors.Is(err, store.ErrNotFound) {
 			u = &parley.User{BrandID: brand.ID, PhoneNumber: from,
 				DateCreated: parley.Time{Time: tx.Now()}, DateLastUpdated: parley.Time{Time: tx.Now()}}
-			err = tx.InsertUser(ctx, u)
+			if err = tx.InsertUser(ctx, u); err == nil {
+				err = s.emit(ctx, tx, brand.ID, parley.EventUserCreated, u)
+			}
 		}
 		if err != nil {
 			return err
@@ -320,6 +350,11 @@ func (s *Service) ReceiveInbound(ctx context.Context, in delivery.Inbound) (stri
 		fresh, err := tx.InsertInbound(ctx, m, s.provider.Name(), in.ProviderID)
 		if err != nil {
 			return err
+		}
+		if fresh {
+			if err := s.emit(ctx, tx, brand.ID, parley.EventMessageReceived, m); err != nil {
+				return err
+			}
 		}
 		switch {
 		case keyword(in.Body, stopWords):

@@ -42,7 +42,10 @@ func (s *Service) SendMessage(ctx context.Context, brandID int64, in parley.Mess
 		if err := tx.InsertMessage(ctx, m); err != nil {
 			return err
 		}
-		return s.queue.EnqueueDelivery(ctx, tx.SQL(), brandID, m.ID)
+		if err := s.queue.EnqueueDelivery(ctx, tx.SQL(), brandID, m.ID); err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, brandID, parley.EventMessageQueued, m)
 	})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -18,11 +19,13 @@ import (
 	"github.com/parleyhq/parley/internal/phone"
 	"github.com/parleyhq/parley/internal/secretbox"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/webhook"
 )
 
-// Enqueuer puts a message's delivery job in the same transaction as the message.
+// Enqueuer puts jobs in the same transaction as the change that causes them.
 type Enqueuer interface {
 	EnqueueDelivery(ctx context.Context, tx *sql.Tx, brandID, messageID int64) error
+	EnqueueWebhook(ctx context.Context, tx *sql.Tx, brandID int64, eventID string, endpointID int64) error
 }
 
 // DefaultMaxFileSize is the upload limit (D9).
@@ -53,6 +56,10 @@ type Service struct {
 	publicURL string
 	metrics   DeliveryMetrics
 	logger    *slog.Logger
+
+	webhookAllowPrivate bool
+	webhookClient       *http.Client
+	webhookMetrics      WebhookMetrics
 }
 
 // New returns a Service on db, queue, the media bucket, the box that seals
@@ -66,6 +73,7 @@ func New(db *store.DB, queue Enqueuer, bucket *blob.Bucket, box *secretbox.Box, 
 		CredentialTTL: 10 * time.Second,
 		creds:         make(map[string]cachedCredential),
 		logger:        slog.New(slog.DiscardHandler),
+		webhookClient: webhook.Client(false),
 	}
 }
 
@@ -76,6 +84,7 @@ var (
 	_ parley.BrandService     = (*Service)(nil)
 	_ parley.CredentialSource = (*Service)(nil)
 	_ delivery.Sink           = (*Service)(nil)
+	_ parley.WebhookService   = (*Service)(nil)
 )
 
 // FindBrand implements parley.BrandService.

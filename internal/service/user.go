@@ -16,7 +16,11 @@ func (s *Service) CreateUser(ctx context.Context, brandID int64, in parley.UserC
 	if err != nil {
 		return nil, err
 	}
-	if u.MessagingConsent == nil {
+	hooked, err := s.hasSubscribers(ctx, brandID, parley.EventUserCreated)
+	if err != nil {
+		return nil, err
+	}
+	if u.MessagingConsent == nil && !hooked {
 		// Nothing else to write: one statement, no transaction.
 		err = s.db.InsertUser(ctx, u)
 	} else {
@@ -26,7 +30,10 @@ func (s *Service) CreateUser(ctx context.Context, brandID int64, in parley.UserC
 			if err := tx.InsertUser(ctx, u); err != nil {
 				return err
 			}
-			return recordAPIConsent(ctx, tx, u, nil)
+			if err := s.emit(ctx, tx, brandID, parley.EventUserCreated, u); err != nil {
+				return err
+			}
+			return s.recordAPIConsent(ctx, tx, u, nil)
 		})
 	}
 	if err != nil {
@@ -181,7 +188,10 @@ func (s *Service) UpdateUser(ctx context.Context, brandID, id int64, in parley.U
 		if err := tx.UpdateUser(ctx, u); err != nil {
 			return err
 		}
-		return recordAPIConsent(ctx, tx, u, before.MessagingConsent)
+		if err := s.emit(ctx, tx, brandID, parley.EventUserUpdated, u); err != nil {
+			return err
+		}
+		return s.recordAPIConsent(ctx, tx, u, before.MessagingConsent)
 	})
 	if err != nil {
 		return nil, err
@@ -191,11 +201,11 @@ func (s *Service) UpdateUser(ctx context.Context, brandID, id int64, in parley.U
 
 // recordAPIConsent appends a consent event when create or update changed
 // messaging_consent.
-func recordAPIConsent(ctx context.Context, tx *store.Tx, u *parley.User, prev *bool) error {
+func (s *Service) recordAPIConsent(ctx context.Context, tx *store.Tx, u *parley.User, prev *bool) error {
 	if equalBoolPtr(prev, u.MessagingConsent) {
 		return nil
 	}
-	return tx.InsertConsentEvent(ctx, u.BrandID, store.ConsentEvent{UserID: u.ID, Previous: prev, New: u.MessagingConsent, Source: "api"})
+	return s.consentChanged(ctx, tx, u.BrandID, u.ID, store.ConsentEvent{UserID: u.ID, Previous: prev, New: u.MessagingConsent, Source: "api"})
 }
 
 func equalBoolPtr(a, b *bool) bool {
@@ -215,7 +225,10 @@ func (s *Service) DeleteUser(ctx context.Context, brandID, id int64) (*parley.Us
 		u.IsDeleted = true
 		u.DateLastUpdated = parley.Time{Time: tx.Now()}
 		out = u
-		return tx.UpdateUser(ctx, u)
+		if err := tx.UpdateUser(ctx, u); err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, brandID, parley.EventUserDeleted, u)
 	})
 	if err != nil {
 		return nil, err

@@ -98,6 +98,19 @@ func (db *DB) FindMessage(ctx context.Context, brandID, id int64) (*parley.Messa
 	return db.findMessage(ctx, `brand_id = ? AND id = ?`, brandID, id)
 }
 
+// FindMessage is DB.FindMessage inside the transaction.
+func (tx *Tx) FindMessage(ctx context.Context, brandID, id int64) (*parley.Message, error) {
+	row, err := tx.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE brand_id = ? AND id = ?`, brandID, id)
+	if err != nil {
+		return nil, err
+	}
+	m, err := scanMessage(row.Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return m, err
+}
+
 // findMessage returns the one message matching where, or ErrNotFound.
 func (db *DB) findMessage(ctx context.Context, where string, args ...any) (*parley.Message, error) {
 	row, err := db.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+where, args...)

@@ -1,0 +1,143 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/parleyhq/parley"
+)
+
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, req *request) error {
+	var in parley.WebhookCreate
+	if err := decodeJSON(req.body, &in, nil); err != nil {
+		return err
+	}
+	wh, err := s.Webhooks.CreateWebhook(r.Context(), req.brandID, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, wh)
+	return nil
+}
+
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, req *request) error {
+	list, err := s.Webhooks.ListWebhooks(r.Context(), req.brandID)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []*parley.Webhook{}
+	}
+	writeJSON(w, http.StatusOK, listPage[*parley.Webhook]{Data: list})
+	return nil
+}
+
+func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "webhook_id")
+	if err != nil {
+		return err
+	}
+	wh, err := s.Webhooks.FindWebhook(r.Context(), req.brandID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, wh)
+	return nil
+}
+
+func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "webhook_id")
+	if err != nil {
+		return err
+	}
+	var in parley.WebhookUpdate
+	if err := decodeJSON(req.body, &in, nil); err != nil {
+		return err
+	}
+	wh, err := s.Webhooks.UpdateWebhook(r.Context(), req.brandID, id, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, wh)
+	return nil
+}
+
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "webhook_id")
+	if err != nil {
+		return err
+	}
+	wh, err := s.Webhooks.DeleteWebhook(r.Context(), req.brandID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, wh)
+	return nil
+}
+
+func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "webhook_id")
+	if err != nil {
+		return err
+	}
+	wh, err := s.Webhooks.RotateWebhookSecret(r.Context(), req.brandID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, wh)
+	return nil
+}
+
+func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "webhook_id")
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+			return parley.FieldError(parley.EValidation, "limit", "must be an integer between 1 and 100")
+		}
+	}
+	ds, next, err := s.Webhooks.ListWebhookDeliveries(r.Context(), req.brandID, id, limit, q.Get("cursor"))
+	if err != nil {
+		return err
+	}
+	page := listPage[*parley.WebhookDelivery]{Data: ds}
+	if next != "" {
+		page.NextCursor = &next
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "webhook_id")
+	if err != nil {
+		return err
+	}
+	ev, err := s.Webhooks.TestWebhook(r.Context(), req.brandID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ev)
+	return nil
+}
+
+func (s *Server) retryWebhookDelivery(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "webhook_id")
+	if err != nil {
+		return err
+	}
+	did, err := pathID(r, "delivery_id")
+	if err != nil {
+		return err
+	}
+	d, err := s.Webhooks.RetryWebhookDelivery(r.Context(), req.brandID, id, did)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}

@@ -1,0 +1,484 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/webhook"
+)
+
+const (
+	maxWebhookDescription = 500
+	secretGrace           = 24 * time.Hour
+	failingDisableAfter   = 5 * 24 * time.Hour
+)
+
+// SetWebhooks configures event delivery: allowPrivate lets endpoints be
+// http:// and on private addresses (development and tests only).
+func (s *Service) SetWebhooks(allowPrivate bool, m WebhookMetrics, opts ...webhook.Option) {
+	s.webhookAllowPrivate = allowPrivate
+	s.webhookClient = webhook.Client(allowPrivate, opts...)
+	s.webhookMetrics = m
+}
+
+func webhookNotFound(id int64) *parley.Error {
+	return parley.Errorf(parley.ENotFound, "Webhook with ID [%d] not found.", id)
+}
+
+// webhookAD binds a sealed secret to its brand.
+func webhookAD(brandID int64) []byte { return []byte("webhook:" + strconv.FormatInt(brandID, 10)) }
+
+func (s *Service) checkWebhookURL(raw string) error {
+	if err := webhook.CheckURL(raw, s.webhookAllowPrivate); err != nil {
+		return invalid("url", err.Error())
+	}
+	return nil
+}
+
+func checkEventTypes(types []string) error {
+	if len(types) == 0 {
+		return invalid("event_types", "at least one event type, or \"*\" for all")
+	}
+	for i, t := range types {
+		if t != "*" && !slices.Contains(parley.EventTypes, t) {
+			return invalid("event_types", "["+strconv.Itoa(i)+"] "+strconv.Quote(t)+" is not an event type; known: "+strings.Join(parley.EventTypes, ", "))
+		}
+	}
+	return nil
+}
+
+func checkDescription(d string) error {
+	if utf8.RuneCountInString(d) > maxWebhookDescription {
+		return invalid("description", "at most "+strconv.Itoa(maxWebhookDescription)+" characters")
+	}
+	return nil
+}
+
+// CreateWebhook implements parley.WebhookService.
+func (s *Service) CreateWebhook(ctx context.Context, brandID int64, in parley.WebhookCreate) (*parley.Webhook, error) {
+	if !in.URL.Valid {
+		return nil, invalid("url", "required")
+	}
+	if err := s.checkWebhookURL(in.URL.Value); err != nil {
+		return nil, err
+	}
+	if !in.EventTypes.Valid {
+		return nil, invalid("event_types", "required")
+	}
+	if err := checkEventTypes(in.EventTypes.Value); err != nil {
+		return nil, err
+	}
+	if err := checkDescription(in.Description.Value); err != nil {
+		return nil, err
+	}
+	secret := webhook.NewSecret()
+	w := &store.WebhookRecord{Webhook: parley.Webhook{BrandID: brandID, URL: in.URL.Value, Description: in.Description.Value,
+		EventTypes: in.EventTypes.Value}, Secret: s.box.Seal([]byte(secret), webhookAD(brandID))}
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+		n, err := tx.CountWebhooks(ctx, brandID)
+		if err != nil {
+			return err
+		}
+		if n >= parley.MaxWebhooks {
+			return parley.Errorf(parley.EValidation, "At most %d webhooks per brand.", parley.MaxWebhooks)
+		}
+		return tx.InsertWebhook(ctx, w)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := w.Webhook
+	out.Secret = secret
+	return &out, nil
+}
+
+// ListWebhooks implements parley.WebhookService.
+func (s *Service) ListWebhooks(ctx context.Context, brandID int64) ([]*parley.Webhook, error) {
+	recs, err := s.db.ListWebhooks(ctx, nil, brandID, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*parley.Webhook, 0, len(recs))
+	for _, r := range recs {
+		w := r.Webhook
+		out = append(out, &w)
+	}
+	return out, nil
+}
+
+// FindWebhook implements parley.WebhookService.
+func (s *Service) FindWebhook(ctx context.Context, brandID, id int64) (*parley.Webhook, error) {
+	r, err := s.db.FindWebhook(ctx, brandID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, webhookNotFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w := r.Webhook
+	return &w, nil
+}
+
+// UpdateWebhook implements parley.WebhookService.
+func (s *Service) UpdateWebhook(ctx context.Context, brandID, id int64, in parley.WebhookUpdate) (*parley.Webhook, error) {
+	if in.URL.Set {
+		if !in.URL.Valid {
+			return nil, invalid("url", "must not be null")
+		}
+		if err := s.checkWebhookURL(in.URL.Value); err != nil {
+			return nil, err
+		}
+	}
+	if in.EventTypes.Set {
+		if err := checkEventTypes(in.EventTypes.Value); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkDescription(in.Description.Value); err != nil {
+		return nil, err
+	}
+	if in.Disabled.Set && !in.Disabled.Valid {
+		return nil, invalid("disabled", "must be a boolean, not null")
+	}
+	var out parley.Webhook
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+		w, err := tx.FindWebhook(ctx, brandID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return webhookNotFound(id)
+		} else if err != nil {
+			return err
+		}
+		if in.URL.Set {
+			w.URL = in.URL.Value
+		}
+		if in.EventTypes.Set {
+			w.EventTypes = in.EventTypes.Value
+		}
+		if in.Description.Set {
+			w.Description = in.Description.Value
+		}
+		if in.Disabled.Set {
+			if w.Disabled && !in.Disabled.Value {
+				w.FailingSince = nil // re-enabled: the failure clock starts again
+			}
+			w.Disabled = in.Disabled.Value
+		}
+		if err := tx.UpdateWebhook(ctx, w); err != nil {
+			return err
+		}
+		out = w.Webhook
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteWebhook implements parley.WebhookService.
+func (s *Service) DeleteWebhook(ctx context.Context, brandID, id int64) (*parley.Webhook, error) {
+	var out parley.Webhook
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+		w, err := tx.FindWebhook(ctx, brandID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return webhookNotFound(id)
+		} else if err != nil {
+			return err
+		}
+		out = w.Webhook
+		return tx.DeleteWebhook(ctx, brandID, id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RotateWebhookSecret implements parley.WebhookService: the old secret keeps
+// signing beside the new one for 24 h, so receivers can switch over.
+func (s *Service) RotateWebhookSecret(ctx context.Context, brandID, id int64) (*parley.Webhook, error) {
+	secret := webhook.NewSecret()
+	var out parley.Webhook
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+		w, err := tx.FindWebhook(ctx, brandID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return webhookNotFound(id)
+		} else if err != nil {
+			return err
+		}
+		until := tx.Now().Add(secretGrace)
+		w.OldSecret, w.OldSecretUntil = w.Secret, &until
+		w.Secret = s.box.Seal([]byte(secret), webhookAD(brandID))
+		if err := tx.UpdateWebhook(ctx, w); err != nil {
+			return err
+		}
+		out = w.Webhook
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Secret = secret
+	return &out, nil
+}
+
+// ListWebhookDeliveries implements parley.WebhookService.
+func (s *Service) ListWebhookDeliveries(ctx context.Context, brandID, id int64, limit int, cursor string) ([]*parley.WebhookDelivery, string, error) {
+	if _, err := s.FindWebhook(ctx, brandID, id); err != nil {
+		return nil, "", err
+	}
+	if limit == 0 {
+		limit = DefaultPageSize
+	}
+	if limit < 1 || limit > MaxPageSize {
+		return nil, "", invalid("limit", "must be between 1 and "+strconv.Itoa(MaxPageSize))
+	}
+	var before int64
+	if cursor != "" {
+		var ok bool
+		if before, ok = decodeCursor(cursor); !ok {
+			return nil, "", invalid("cursor", "is not a cursor this API returned")
+		}
+	}
+	ds, err := s.db.ListWebhookDeliveries(ctx, brandID, id, before, limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(ds) > limit {
+		ds = ds[:limit]
+		next = encodeCursor(ds[len(ds)-1].ID)
+	}
+	return ds, next, nil
+}
+
+// TestWebhook implements parley.WebhookService.
+func (s *Service) TestWebhook(ctx context.Context, brandID, id int64) (*parley.Event, error) {
+	var ev *parley.Event
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+		w, err := tx.FindWebhook(ctx, brandID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return webhookNotFound(id)
+		} else if err != nil {
+			return err
+		}
+		data, _ := json.Marshal(map[string]any{"webhook_id": w.ID, "message": "This is a test event from Parley."})
+		ev, err = s.writeEvent(ctx, tx, brandID, parley.EventWebhookTest, data)
+		if err != nil {
+			return err
+		}
+		return s.queue.EnqueueWebhook(ctx, tx.SQL(), brandID, ev.ID, w.ID)
+	})
+	return ev, err
+}
+
+// RetryWebhookDelivery implements parley.WebhookService.
+func (s *Service) RetryWebhookDelivery(ctx context.Context, brandID, id, deliveryID int64) (*parley.WebhookDelivery, error) {
+	d, err := s.db.FindWebhookDelivery(ctx, brandID, id, deliveryID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, parley.Errorf(parley.ENotFound, "Delivery with ID [%d] not found.", deliveryID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+		return s.queue.EnqueueWebhook(ctx, tx.SQL(), brandID, d.EventID, id)
+	})
+	return d, err
+}
+
+// writeEvent appends an event to the outbox inside tx.
+func (s *Service) writeEvent(ctx context.Context, tx *store.Tx, brandID int64, typ string, data json.RawMessage) (*parley.Event, error) {
+	var b [12]byte
+	rand.Read(b[:])
+	ev := &parley.Event{ID: "evt_" + hex.EncodeToString(b[:]), Type: typ, CreatedAt: parley.Time{Time: tx.Now()}, Data: data}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	return ev, tx.InsertEvent(ctx, brandID, ev, payload)
+}
+
+// emit records an event of a change in the change's transaction and queues
+// its delivery to every enabled endpoint of the brand that subscribes to
+// it. A brand without such an endpoint gets no event row: nobody could
+// receive it.
+func (s *Service) emit(ctx context.Context, tx *store.Tx, brandID int64, typ string, resource any) error {
+	hooks, err := s.hooksFor(ctx, tx, brandID, typ)
+	if err != nil {
+		return err
+	}
+	return s.emitTo(ctx, tx, brandID, typ, hooks, resource)
+}
+
+// hooksFor returns the enabled endpoints of the brand that take typ.
+func (s *Service) hooksFor(ctx context.Context, tx *store.Tx, brandID int64, typ string) ([]*store.WebhookRecord, error) {
+	hooks, err := s.db.ListWebhooks(ctx, tx, brandID, true)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(hooks, func(w *store.WebhookRecord) bool { return !subscribes(w.EventTypes, typ) }), nil
+}
+
+// emitTo writes the event and queues it to hooks; nothing when there are none.
+func (s *Service) emitTo(ctx context.Context, tx *store.Tx, brandID int64, typ string, hooks []*store.WebhookRecord, resource any) error {
+	if len(hooks) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(resource)
+	if err != nil {
+		return err
+	}
+	ev, err := s.writeEvent(ctx, tx, brandID, typ, data)
+	if err != nil {
+		return err
+	}
+	for _, w := range hooks {
+		if err := s.queue.EnqueueWebhook(ctx, tx.SQL(), brandID, ev.ID, w.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func subscribes(types []string, typ string) bool {
+	return slices.Contains(types, "*") || slices.Contains(types, typ)
+}
+
+// hasSubscribers reports, outside any transaction, whether an event of typ
+// would go anywhere: the fast paths that skip a transaction ask first.
+func (s *Service) hasSubscribers(ctx context.Context, brandID int64, types ...string) (bool, error) {
+	hooks, err := s.db.ListWebhooks(ctx, nil, brandID, true)
+	if err != nil {
+		return false, err
+	}
+	for _, w := range hooks {
+		for _, t := range types {
+			if subscribes(w.EventTypes, t) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// DeliverWebhook makes one attempt to deliver an event to an endpoint. It
+// returns an error when the attempt should be retried (River schedules it
+// with webhook.NextRetry); final says no retry follows.
+func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID string, endpointID int64, attempt int, final bool) error {
+	w, err := s.db.FindWebhook(ctx, brandID, endpointID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted since
+	}
+	if err != nil {
+		return err
+	}
+	if w.Disabled {
+		return nil
+	}
+	typ, payload, _, err := s.db.FindEvent(ctx, brandID, eventID)
+	if err != nil {
+		return err
+	}
+	now := s.db.Now()
+	sealed := [][]byte{w.Secret}
+	if w.OldSecret != nil && w.OldSecretUntil != nil && now.Before(*w.OldSecretUntil) {
+		sealed = append(sealed, w.OldSecret) // rotation: both sign for 24 h
+	}
+	secrets := make([]string, 0, len(sealed))
+	for _, sc := range sealed {
+		secret, err := s.box.Open(sc, webhookAD(brandID))
+		if err != nil {
+			return err
+		}
+		secrets = append(secrets, string(secret))
+	}
+	h, err := webhook.Headers(secrets, eventID, now, payload)
+	if err != nil {
+		return err
+	}
+	res := webhook.Deliver(ctx, s.webhookClient, w.URL, h, payload)
+	d := &parley.WebhookDelivery{WebhookID: w.ID, EventID: eventID, EventType: typ, Attempt: attempt,
+		LatencyMS: res.Latency.Milliseconds(), Response: res.Response}
+	if res.Status != 0 {
+		st := res.Status
+		d.Status = &st
+	}
+	if res.Err != nil {
+		d.Error = res.Err.Error()
+	}
+	log := s.logger.With("brand_id", brandID, "webhook_id", w.ID, "event_id", eventID, "attempt", attempt,
+		"status", res.Status, "latency", res.Latency)
+
+	var retry error
+	var change func(tx *store.Tx, fw *store.WebhookRecord) bool // the endpoint's new state
+	switch {
+	case res.OK:
+		d.Outcome = "delivered"
+		change = func(_ *store.Tx, fw *store.WebhookRecord) bool {
+			if fw.FailingSince == nil {
+				return false
+			}
+			fw.FailingSince = nil
+			return true
+		}
+	case res.Disable:
+		d.Outcome = "disabled"
+		log.Warn("webhook.disabled", "reason", "the endpoint answered 410 Gone")
+		change = func(_ *store.Tx, fw *store.WebhookRecord) bool { fw.Disabled = true; return true }
+	default:
+		d.Outcome = "retrying"
+		if final {
+			d.Outcome = "failed"
+		} else {
+			retry = errors.New("webhook: delivery failed: " + strings.TrimSpace(d.Error+" "+http.StatusText(res.Status)))
+		}
+		change = func(tx *store.Tx, fw *store.WebhookRecord) bool {
+			if fw.FailingSince == nil {
+				t := tx.Now()
+				fw.FailingSince = &t
+				return true
+			}
+			if tx.Now().Sub(*fw.FailingSince) > failingDisableAfter && !fw.Disabled {
+				fw.Disabled = true
+				log.Warn("webhook.disabled", "reason", "failing for more than 5 days", "failing_since", fw.FailingSince)
+				return true
+			}
+			return false
+		}
+	}
+	log.Info("webhook delivery attempt", "outcome", d.Outcome)
+	if s.webhookMetrics != nil {
+		s.webhookMetrics.WebhookAttempt(d.Outcome, res.Latency)
+	}
+	if err := s.db.InsertWebhookDelivery(ctx, brandID, d); err != nil {
+		return err
+	}
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+		fw, err := tx.FindWebhook(ctx, brandID, endpointID)
+		if err != nil || !change(tx, fw) {
+			return err
+		}
+		return tx.UpdateWebhook(ctx, fw)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return retry
+}
+
+// WebhookMetrics observes webhook deliveries.
+type WebhookMetrics interface {
+	WebhookAttempt(outcome string, latency time.Duration)
+}

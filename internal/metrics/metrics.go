@@ -17,6 +17,8 @@ type QueueStats interface {
 	// QueueStats returns how many jobs wait to be worked and when the
 	// oldest of them was created (zero when none wait).
 	QueueStats(ctx context.Context) (waiting int64, oldest time.Time, err error)
+	// PendingWebhookDeliveries counts webhook deliveries not yet done.
+	PendingWebhookDeliveries(ctx context.Context) (int64, error)
 }
 
 // Metrics is the registry and the collectors Parley updates.
@@ -83,12 +85,13 @@ func (m *Metrics) Retry() { m.retries.Inc() }
 var (
 	depthDesc = prometheus.NewDesc("parley_queue_jobs_waiting", "Jobs waiting to be worked (available, scheduled or retryable).", nil, nil)
 	ageDesc   = prometheus.NewDesc("parley_queue_oldest_job_age_seconds", "Age of the oldest waiting job.", nil, nil)
+	hooksDesc = prometheus.NewDesc("parley_webhook_deliveries_pending", "Webhook deliveries waiting or being retried.", nil, nil)
 )
 
 // queueCollector reads the backlog at scrape time.
 type queueCollector struct{ stats QueueStats }
 
-func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- depthDesc; ch <- ageDesc }
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- depthDesc; ch <- ageDesc; ch <- hooksDesc }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -104,4 +107,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(depthDesc, prometheus.GaugeValue, float64(n))
 	ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, age)
+	if hooks, err := c.stats.PendingWebhookDeliveries(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(hooksDesc, err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(hooksDesc, prometheus.GaugeValue, float64(hooks))
+	}
 }

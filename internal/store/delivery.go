@@ -350,3 +350,14 @@ func (db *DB) QueueStats(ctx context.Context) (int64, time.Time, error) {
 	}
 	return n, oldest, nil
 }
+
+// PendingWebhookDeliveries counts webhook jobs not yet finished.
+func (db *DB) PendingWebhookDeliveries(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.queryRowDirect(ctx, `SELECT count(*) FROM river_job WHERE kind = 'deliver_webhook'
+	AND state IN ('available', 'scheduled', 'retryable', 'running')`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: pending webhooks: %w", err)
+	}
+	return n, nil
+}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,4 +124,69 @@ func TestKillMidDrain(t *testing.T) {
 		}
 	}
 	t.Logf("sent before the kill: %d of %d; the rest after the restart", sentBefore, n)
+}
+
+// TestKillMidWebhookDelivery: killing the worker mid-delivery re-delivers
+// (at least once) and drops no event; receipts are counted by webhook-id
+// (issue #5).
+func TestKillMidWebhookDelivery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for River's job rescuer")
+	}
+	var mu sync.Mutex
+	receipts := map[string]int{}
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		receipts[r.Header.Get("webhook-id")]++
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond) // a receiver that takes a moment
+	}))
+	defer recv.Close()
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(receipts)
+	}
+
+	nodeEnv, newClient := sqliteNodes(t)
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--job-rescue-after", "1s", "--webhook-allow-private", "true"}
+	api := startProcess(t, nodeEnv, append(args, "--role", "api")...)
+	c := newClient(api.URL)
+	body, _ := json.Marshal(map[string]any{"url": recv.URL, "event_types": []string{"user.created"}})
+	if resp, err := c.Do(t.Context(), "POST", "/webhooks", body, "application/json"); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create webhook: %v %v", err, resp)
+	}
+	const n = 200
+	for i := range n {
+		if _, err := c.CreateUser(t.Context(), parley.UserCreate{PhoneNumber: parley.Some(fmt.Sprintf("+1415%07d", 5000000+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	worker := startProcess(t, nodeEnv, append(args, "--role", "worker")...)
+	deadline := time.Now().Add(30 * time.Second)
+	for count() < n/10 {
+		if time.Now().After(deadline) {
+			t.Fatal("no deliveries")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	worker.kill()
+	before := count()
+	startProcess(t, nodeEnv, append(args, "--role", "worker")...)
+	deadline = time.Now().Add(120 * time.Second)
+	for count() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events received after the restart", count(), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	twice := 0
+	for _, k := range receipts {
+		if k > 1 {
+			twice++
+		}
+	}
+	t.Logf("received before the kill: %d; events delivered more than once: %d (at-least-once)", before, twice)
 }

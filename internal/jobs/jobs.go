@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -38,6 +39,22 @@ type DeliverWebhookArgs struct {
 
 // Kind implements river.JobArgs.
 func (DeliverWebhookArgs) Kind() string { return "deliver_webhook" }
+
+// InsertOpts puts webhooks in their own queue, so slow receivers never hold
+// the workers that send messages.
+func (DeliverWebhookArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueWebhooks, MaxAttempts: webhook.MaxAttempts}
+}
+
+// Queues and their bounds.
+const (
+	QueueWebhooks = "webhooks"
+	// webhookWorkers bounds the webhook deliveries in flight on a node, and
+	// perEndpoint those to one endpoint, so one slow endpoint cannot take
+	// every webhook worker either.
+	webhookWorkers = 20
+	perEndpoint    = 4
+)
 
 // Queue is a River client bound to Parley's database.
 type Queue struct {
@@ -101,9 +118,12 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 	if w != nil {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &deliverWorker{d: w.Deliverer})
-		river.AddWorker(workers, &webhookWorker{d: w.Webhooks})
+		river.AddWorker(workers, &webhookWorker{d: w.Webhooks, busy: map[int64]int{}})
 		cfg.Workers = workers
-		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(1, w.Concurrency)}}
+		cfg.Queues = map[string]river.QueueConfig{
+			river.QueueDefault: {MaxWorkers: max(1, w.Concurrency)},
+			QueueWebhooks:      {MaxWorkers: webhookWorkers},
+		}
 		cfg.RescueStuckJobsAfter = cmp.Or(w.RescueAfter, time.Minute)
 		// An attempt, provider call included, ends before it could be rescued.
 		cfg.JobTimeout = min(30*time.Second, cfg.RescueStuckJobsAfter)
@@ -121,10 +141,28 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 type webhookWorker struct {
 	river.WorkerDefaults[DeliverWebhookArgs]
 	d WebhookDeliverer
+
+	mu   sync.Mutex
+	busy map[int64]int // deliveries in flight per endpoint
 }
 
 func (w *webhookWorker) Work(ctx context.Context, job *river.Job[DeliverWebhookArgs]) error {
-	return w.d.DeliverWebhook(ctx, job.Args.BrandID, job.Args.EventID, job.Args.EndpointID, job.Attempt, job.Attempt >= job.MaxAttempts)
+	id := job.Args.EndpointID
+	w.mu.Lock()
+	if w.busy[id] >= perEndpoint {
+		w.mu.Unlock()
+		return river.JobSnooze(time.Second) // this endpoint is saturated: let others go first
+	}
+	w.busy[id]++
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		if w.busy[id]--; w.busy[id] == 0 {
+			delete(w.busy, id)
+		}
+		w.mu.Unlock()
+	}()
+	return w.d.DeliverWebhook(ctx, job.Args.BrandID, job.Args.EventID, id, job.Attempt, job.Attempt >= job.MaxAttempts)
 }
 
 // NextRetry follows the webhook schedule (D11): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
@@ -135,8 +173,7 @@ func (w *webhookWorker) NextRetry(job *river.Job[DeliverWebhookArgs]) time.Time 
 
 // EnqueueWebhook inserts the delivery of an event to an endpoint inside tx.
 func (q *Queue) EnqueueWebhook(ctx context.Context, tx *sql.Tx, brandID int64, eventID string, endpointID int64) error {
-	_, err := q.client.InsertTx(ctx, tx, DeliverWebhookArgs{BrandID: brandID, EventID: eventID, EndpointID: endpointID},
-		&river.InsertOpts{MaxAttempts: webhook.MaxAttempts})
+	_, err := q.client.InsertTx(ctx, tx, DeliverWebhookArgs{BrandID: brandID, EventID: eventID, EndpointID: endpointID}, nil)
 	if err != nil {
 		return fmt.Errorf("jobs: enqueue webhook: %w", err)
 	}

@@ -91,7 +91,11 @@ var (
 // queueCollector reads the backlog at scrape time.
 type queueCollector struct{ stats QueueStats }
 
-func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- depthDesc; ch <- ageDesc; ch <- hooksDesc }
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- depthDesc
+	ch <- ageDesc
+	ch <- hooksDesc
+}
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/media"
 	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/webhook"
 	"github.com/parleyhq/parley/signing"
 )
 
@@ -39,6 +40,7 @@ var creations = map[string]bool{
 	"POST /api/v1/users":    true,
 	"POST /api/v1/messages": true,
 	"POST /api/v1/files":    true,
+	"POST /api/v1/webhooks": true,
 }
 
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -177,7 +179,14 @@ func diff(got, want []string) string {
 	return fmt.Sprintf("missing %v, extra %v", missing, extra)
 }
 
-func testServer() *Server { return New(Config{Metrics: http.NotFoundHandler()}) }
+// stubWebhooks is a WebhookService that is never called: a server with a
+// non-nil Webhooks serves the /webhooks routes, so the route table the
+// tests compare with the document includes them.
+type stubWebhooks struct{ parley.WebhookService }
+
+func testServer() *Server {
+	return New(Config{Metrics: http.NotFoundHandler(), Webhooks: stubWebhooks{}})
+}
 
 func TestOpenAPIDocument(t *testing.T) {
 	doc := openAPIDoc(t)
@@ -330,7 +339,7 @@ func TestOpenAPIErrors(t *testing.T) {
 		t.Errorf("Error detail.type enum differs from the error table (errors.go statusOf): %s", d)
 	}
 
-	pathIDs := regexp.MustCompile(`\{(user_id|message_id)\}`)
+	pathIDs := regexp.MustCompile(`\{(user_id|message_id|webhook_id|delivery_id)\}`)
 	for _, o := range oaOperations(t, doc) {
 		responses, _ := o.op["responses"].(map[string]any)
 		for code, r := range responses {
@@ -359,6 +368,13 @@ func TestOpenAPIErrors(t *testing.T) {
 			want = append(want, "409")
 		case "POST /api/v1/files":
 			want = append(want, "415")
+		case "GET /api/v1/webhooks/{webhook_id}/deliveries":
+			want = append(want, "422") // limit, cursor
+		}
+		if strings.Contains(path, "{webhook_id}") {
+			want = append(want, "404") // another brand's or a missing endpoint
+		}
+		switch o.key {
 		case "GET /readyz":
 			want = append(want, "503")
 		}
@@ -375,15 +391,18 @@ func TestOpenAPIErrors(t *testing.T) {
 func TestOpenAPIParameters(t *testing.T) {
 	doc := openAPIDoc(t)
 	pathParam := map[string]map[string]any{
-		"user_id":    {"type": "integer", "minimum": 1.0}, // pathID
-		"message_id": {"type": "integer", "minimum": 1.0}, // pathID
-		"file_id":    {"type": "string", "format": "uuid"},
+		"user_id":     {"type": "integer", "minimum": 1.0}, // pathID
+		"message_id":  {"type": "integer", "minimum": 1.0}, // pathID
+		"webhook_id":  {"type": "integer", "minimum": 1.0}, // pathID
+		"delivery_id": {"type": "integer", "minimum": 1.0}, // pathID
+		"file_id":     {"type": "string", "format": "uuid"},
 	}
 	// The query parameters each handler reads, and whether it requires them.
 	query := map[string]map[string]bool{
-		"GET /api/v1/users":    {"phone_number": true},
-		"GET /api/v1/messages": {"user_id": false, "limit": false, "cursor": false},
-		"GET /media/{file_id}": {"brand": true, "expires": true, "sig": true},
+		"GET /api/v1/users":                            {"phone_number": true},
+		"GET /api/v1/messages":                         {"user_id": false, "limit": false, "cursor": false},
+		"GET /media/{file_id}":                         {"brand": true, "expires": true, "sig": true},
+		"GET /api/v1/webhooks/{webhook_id}/deliveries": {"limit": false, "cursor": false},
 	}
 	braces := regexp.MustCompile(`\{([^}]*)\}`)
 	for _, o := range oaOperations(t, doc) {
@@ -442,14 +461,26 @@ func TestOpenAPIParameters(t *testing.T) {
 			}
 		}
 	}
-	limit, _ := jsonPointer(doc, "#/paths/~1api~1v1~1messages/get/parameters")
-	for _, p := range limit.([]any) {
-		if pm := deref(t, doc, p); pm["name"] == "limit" {
-			s := deref(t, doc, pm["schema"])
-			if s["maximum"] != float64(service.MaxPageSize) || s["default"] != float64(service.DefaultPageSize) {
-				t.Errorf("limit: maximum %v default %v, want %d and %d", s["maximum"], s["default"],
-					service.MaxPageSize, service.DefaultPageSize)
+	for _, ptr := range []string{"#/paths/~1api~1v1~1messages/get/parameters",
+		"#/paths/~1api~1v1~1webhooks~1{webhook_id}~1deliveries/get/parameters"} {
+		params, ok := jsonPointer(doc, ptr)
+		if !ok {
+			t.Errorf("no %s", ptr)
+			continue
+		}
+		found := false
+		for _, p := range params.([]any) {
+			if pm := deref(t, doc, p); pm["name"] == "limit" {
+				found = true
+				s := deref(t, doc, pm["schema"])
+				if s["minimum"] != 1.0 || s["maximum"] != float64(service.MaxPageSize) || s["default"] != float64(service.DefaultPageSize) {
+					t.Errorf("%s limit: minimum %v maximum %v default %v, want 1, %d and %d", ptr, s["minimum"], s["maximum"], s["default"],
+						service.MaxPageSize, service.DefaultPageSize)
+				}
 			}
+		}
+		if !found {
+			t.Errorf("%s: no limit parameter", ptr)
 		}
 	}
 }
@@ -641,6 +672,11 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		{"SegmentCriterion", parley.SegmentCriterion{}, parley.SegmentCriterion{}},
 		{"SegmentAttribute", parley.SegmentAttribute{}, parley.SegmentAttribute{}},
 		{"CustomField", parley.CustomField{}, parley.CustomField{}},
+		{"Webhook", parley.Webhook{Secret: "whsec_x"}, parley.Webhook{}},
+		{"WebhookPage", listPage[*parley.Webhook]{}, listPage[*parley.Webhook]{}},
+		{"WebhookDelivery", parley.WebhookDelivery{}, parley.WebhookDelivery{}},
+		{"WebhookDeliveryPage", listPage[*parley.WebhookDelivery]{}, listPage[*parley.WebhookDelivery]{}},
+		{"Event", parley.Event{}, parley.Event{}},
 		{"Error", errorBody{Detail: errorDetail{Field: "x"}}, errorBody{}},
 		{"Error/properties/detail", errorDetail{Field: "x"}, errorDetail{}},
 	}
@@ -658,8 +694,12 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		value any
 		list  bool
 		media string // when not application/json
+		zero  any    // what value always encodes, when it sets optional members
 	}
 	user := result{value: parley.User{}}
+	// The Webhook schema lists secret, which only creation and rotation set
+	// (webhook_test.go checks the other answers leave it out).
+	webhook := result{value: parley.Webhook{Secret: "whsec_x"}, zero: parley.Webhook{}}
 	results := map[string]result{
 		"GET /healthz":                      {value: map[string]string{"status": "ok"}},
 		"GET /readyz":                       {value: map[string]string{"status": "ready"}},
@@ -679,6 +719,16 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		"GET /api/v1/segments":              {value: parley.Segment{}, list: true},
 		"GET /api/v1/custom_data":           {value: parley.CustomField{}, list: true},
 		"GET /api/v1/brand":                 {value: parley.Brand{}},
+
+		"POST /api/v1/webhooks":                                             webhook,
+		"GET /api/v1/webhooks":                                              {value: listPage[*parley.Webhook]{}},
+		"GET /api/v1/webhooks/{webhook_id}":                                 webhook,
+		"POST /api/v1/webhooks/{webhook_id}":                                webhook,
+		"DELETE /api/v1/webhooks/{webhook_id}":                              webhook,
+		"POST /api/v1/webhooks/{webhook_id}/rotate_secret":                  webhook,
+		"GET /api/v1/webhooks/{webhook_id}/deliveries":                      {value: listPage[*parley.WebhookDelivery]{}},
+		"POST /api/v1/webhooks/{webhook_id}/test":                           {value: parley.Event{}},
+		"POST /api/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry": {value: parley.WebhookDelivery{}},
 	}
 	for _, rt := range testServer().routeTable() {
 		if _, ok := results[rt.method+" "+rt.path]; !ok {
@@ -735,7 +785,11 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 			}
 			continue
 		}
-		checkMembers(t, doc, o.key, s, want.value, want.value)
+		zero := want.zero
+		if zero == nil {
+			zero = want.value
+		}
+		checkMembers(t, doc, o.key, s, want.value, zero)
 	}
 }
 
@@ -755,9 +809,11 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		typ      reflect.Type
 		required []string // checked by the services, not visible in the types
 	}{
-		"POST /api/v1/users":           {"UserCreate", reflect.TypeFor[parley.UserCreate](), []string{"phone_number"}},
-		"POST /api/v1/users/{user_id}": {"UserUpdate", reflect.TypeFor[parley.UserUpdate](), nil},
-		"POST /api/v1/messages":        {"MessageCreate", reflect.TypeFor[parley.MessageCreate](), []string{"user_id"}},
+		"POST /api/v1/users":                 {"UserCreate", reflect.TypeFor[parley.UserCreate](), []string{"phone_number"}},
+		"POST /api/v1/users/{user_id}":       {"UserUpdate", reflect.TypeFor[parley.UserUpdate](), nil},
+		"POST /api/v1/messages":              {"MessageCreate", reflect.TypeFor[parley.MessageCreate](), []string{"user_id"}},
+		"POST /api/v1/webhooks":              {"WebhookCreate", reflect.TypeFor[parley.WebhookCreate](), []string{"url", "event_types"}},
+		"POST /api/v1/webhooks/{webhook_id}": {"WebhookUpdate", reflect.TypeFor[parley.WebhookUpdate](), nil},
 	}
 	for _, o := range oaOperations(t, doc) {
 		rb, has := o.op["requestBody"]
@@ -885,6 +941,33 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 	sort.Strings(customTypes)
 	if d := diff(stringSet(at("CustomField/properties/custom_data_type")["enum"]), customTypes); d != "" {
 		t.Errorf("CustomField.custom_data_type enum: %s", d)
+	}
+	// Webhooks (D11): subscriptions take the catalogue or "*"; events also
+	// carry webhook.test, which only POST /webhooks/{id}/test sends.
+	subscribable := sortedSlice(append(slices.Clone(parley.EventTypes), "*"))
+	for _, ptr := range []string{"WebhookCreate", "WebhookUpdate", "Webhook"} {
+		if d := diff(stringSet(at(ptr + "/properties/event_types/items")["enum"]), subscribable); d != "" {
+			t.Errorf("%s.event_types items enum differs from parley.EventTypes + \"*\": %s", ptr, d)
+		}
+		if v := at(ptr + "/properties/url")["maxLength"]; v != float64(webhook.MaxURLLength) {
+			t.Errorf("%s.url maxLength = %v, want %d", ptr, v, webhook.MaxURLLength)
+		}
+		if v := at(ptr + "/properties/description")["maxLength"]; v != 500.0 {
+			t.Errorf("%s.description maxLength = %v, want 500", ptr, v)
+		}
+	}
+	delivered := sortedSlice(append(slices.Clone(parley.EventTypes), parley.EventWebhookTest))
+	for _, ptr := range []string{"Event/properties/type", "WebhookDelivery/properties/event_type"} {
+		if d := diff(stringSet(at(ptr)["enum"]), delivered); d != "" {
+			t.Errorf("%s enum differs from parley.EventTypes + webhook.test: %s", ptr, d)
+		}
+	}
+	if d := diff(stringSet(at("WebhookDelivery/properties/outcome")["enum"]),
+		[]string{"delivered", "disabled", "failed", "retrying"}); d != "" {
+		t.Errorf("WebhookDelivery.outcome enum: %s", d)
+	}
+	if v := at("WebhookPage/properties/data")["maxItems"]; v != float64(parley.MaxWebhooks) {
+		t.Errorf("WebhookPage.data maxItems = %v, want %d", v, parley.MaxWebhooks)
 	}
 	if v := at("MessageCreate/properties/body")["maxLength"]; v != float64(parley.MaxMessageBody) {
 		t.Errorf("MessageCreate.body maxLength = %v, want %d", v, parley.MaxMessageBody)

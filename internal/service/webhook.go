@@ -86,6 +86,9 @@ func (s *Service) CreateWebhook(ctx context.Context, brandID int64, in parley.We
 	w := &store.WebhookRecord{Webhook: parley.Webhook{BrandID: brandID, URL: in.URL.Value, Description: in.Description.Value,
 		EventTypes: in.EventTypes.Value}, Secret: s.box.Seal([]byte(secret), webhookAD(brandID))}
 	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+		if err := tx.LockBrand(ctx, brandID); err != nil {
+			return err
+		}
 		n, err := tx.CountWebhooks(ctx, brandID)
 		if err != nil {
 			return err
@@ -141,6 +144,9 @@ func (s *Service) UpdateWebhook(ctx context.Context, brandID, id int64, in parle
 		}
 	}
 	if in.EventTypes.Set {
+		if !in.EventTypes.Valid {
+			return nil, invalid("event_types", "must not be null")
+		}
 		if err := checkEventTypes(in.EventTypes.Value); err != nil {
 			return nil, err
 		}
@@ -422,21 +428,23 @@ func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID str
 		"status", res.Status, "latency", res.Latency)
 
 	var retry error
-	var change func(tx *store.Tx, fw *store.WebhookRecord) bool // the endpoint's new state
+	// change moves the endpoint to its new state and reports whether it
+	// changed; expired says the endpoint has now failed for too long.
+	var change func(tx *store.Tx, fw *store.WebhookRecord) (changed, expired bool)
 	switch {
 	case res.OK:
 		d.Outcome = "delivered"
-		change = func(_ *store.Tx, fw *store.WebhookRecord) bool {
+		change = func(_ *store.Tx, fw *store.WebhookRecord) (bool, bool) {
 			if fw.FailingSince == nil {
-				return false
+				return false, false
 			}
 			fw.FailingSince = nil
-			return true
+			return true, false
 		}
 	case res.Disable:
 		d.Outcome = "disabled"
 		log.Warn("webhook.disabled", "reason", "the endpoint answered 410 Gone")
-		change = func(_ *store.Tx, fw *store.WebhookRecord) bool { fw.Disabled = true; return true }
+		change = func(_ *store.Tx, fw *store.WebhookRecord) (bool, bool) { fw.Disabled = true; return true, false }
 	default:
 		d.Outcome = "retrying"
 		if final {
@@ -444,35 +452,55 @@ func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID str
 		} else {
 			retry = errors.New("webhook: delivery failed: " + strings.TrimSpace(d.Error+" "+http.StatusText(res.Status)))
 		}
-		change = func(tx *store.Tx, fw *store.WebhookRecord) bool {
+		change = func(tx *store.Tx, fw *store.WebhookRecord) (bool, bool) {
 			if fw.FailingSince == nil {
 				t := tx.Now()
 				fw.FailingSince = &t
-				return true
+				return true, false
 			}
 			if tx.Now().Sub(*fw.FailingSince) > failingDisableAfter && !fw.Disabled {
 				fw.Disabled = true
-				log.Warn("webhook.disabled", "reason", "failing for more than 5 days", "failing_since", fw.FailingSince)
-				return true
+				return true, true
 			}
-			return false
+			return false, false
 		}
+	}
+	// The endpoint's state first, so the attempt is logged with what
+	// actually follows it: an endpoint disabled after 5 days of failures
+	// gets no retry, and the log must not promise one.
+	var expired bool
+	var failingSince *time.Time
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+		expired = false
+		fw, err := tx.FindWebhook(ctx, brandID, endpointID)
+		if err != nil {
+			return err
+		}
+		changed, exp := change(tx, fw)
+		if !changed {
+			return nil
+		}
+		if err := tx.UpdateWebhook(ctx, fw); err != nil {
+			return err
+		}
+		expired, failingSince = exp, fw.FailingSince
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted meanwhile, and its delivery log with it
+	}
+	if err != nil {
+		return err
+	}
+	if expired {
+		d.Outcome, retry = "disabled", nil
+		log.Warn("webhook.disabled", "reason", "failing for more than 5 days", "failing_since", failingSince)
 	}
 	log.Info("webhook delivery attempt", "outcome", d.Outcome)
 	if s.webhookMetrics != nil {
 		s.webhookMetrics.WebhookAttempt(d.Outcome, res.Latency)
 	}
 	if err := s.db.InsertWebhookDelivery(ctx, brandID, d); err != nil {
-		return err
-	}
-	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
-		fw, err := tx.FindWebhook(ctx, brandID, endpointID)
-		if err != nil || !change(tx, fw) {
-			return err
-		}
-		return tx.UpdateWebhook(ctx, fw)
-	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return retry

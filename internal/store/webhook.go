@@ -51,6 +51,24 @@ func scanWebhook(scan func(...any) error) (*WebhookRecord, error) {
 	return &w, nil
 }
 
+// LockBrand serialises transactions that check a per-brand limit before
+// writing. SQLite's transactions already run one at a time (IMMEDIATE);
+// PostgreSQL locks the brand's row.
+func (tx *Tx) LockBrand(ctx context.Context, brandID int64) error {
+	if tx.db.engine != "postgres" {
+		return nil
+	}
+	var id int64
+	row, err := tx.queryRow(ctx, `SELECT id FROM brands WHERE id = ? FOR UPDATE`, brandID)
+	if err != nil {
+		return err
+	}
+	if err := row.Scan(&id); err != nil {
+		return fmt.Errorf("store: lock brand: %w", err)
+	}
+	return nil
+}
+
 // CountWebhooks returns how many endpoints the brand has.
 func (tx *Tx) CountWebhooks(ctx context.Context, brandID int64) (int, error) {
 	var n int

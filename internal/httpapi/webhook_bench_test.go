@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,8 +18,8 @@ import (
 )
 
 // BenchmarkWebhookFanout measures webhook deliveries per second: 10
-// endpoints on one local receiver answering 200, each user created fans out
-// to all 10 (issue #5).
+// endpoints on one local receiver answering 200, each user created (by 8
+// concurrent clients) fans out to all 10 (issue #5).
 func BenchmarkWebhookFanout(b *testing.B) {
 	var got atomic.Int64
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got.Add(1) }))
@@ -37,9 +38,16 @@ func BenchmarkWebhookFanout(b *testing.B) {
 	users := max(b.N/10, 100)
 	b.ResetTimer()
 	start := time.Now()
-	for i := range users {
-		e.MustCreateUser(b, e.A, parley.UserCreate{PhoneNumber: parley.Some("+1415" + strconv.Itoa(4000000+i))})
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 { // concurrent API clients
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(users); i = next.Add(1) {
+				e.MustCreateUser(b, e.A, parley.UserCreate{PhoneNumber: parley.Some("+1415" + strconv.FormatInt(4000000+i, 10))})
+			}
+		})
 	}
+	wg.Wait()
 	want := int64(users * 10)
 	for got.Load() < want {
 		time.Sleep(5 * time.Millisecond)

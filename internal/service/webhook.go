@@ -32,6 +32,15 @@ func (s *Service) SetWebhooks(allowPrivate bool, m WebhookMetrics, opts ...webho
 	s.webhookMetrics = m
 }
 
+// findWebhook is tx.FindWebhook with the API's not-found error.
+func findWebhook(ctx context.Context, tx *store.Tx, brandID, id int64) (*store.WebhookRecord, error) {
+	w, err := tx.FindWebhook(ctx, brandID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, webhookNotFound(id)
+	}
+	return w, err
+}
+
 func webhookNotFound(id int64) *parley.Error {
 	return parley.Errorf(parley.ENotFound, "Webhook with ID [%d] not found.", id)
 }
@@ -159,10 +168,8 @@ func (s *Service) UpdateWebhook(ctx context.Context, brandID, id int64, in parle
 	}
 	var out parley.Webhook
 	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-		w, err := tx.FindWebhook(ctx, brandID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return webhookNotFound(id)
-		} else if err != nil {
+		w, err := findWebhook(ctx, tx, brandID, id)
+		if err != nil {
 			return err
 		}
 		if in.URL.Set {
@@ -196,10 +203,8 @@ func (s *Service) UpdateWebhook(ctx context.Context, brandID, id int64, in parle
 func (s *Service) DeleteWebhook(ctx context.Context, brandID, id int64) (*parley.Webhook, error) {
 	var out parley.Webhook
 	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-		w, err := tx.FindWebhook(ctx, brandID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return webhookNotFound(id)
-		} else if err != nil {
+		w, err := findWebhook(ctx, tx, brandID, id)
+		if err != nil {
 			return err
 		}
 		out = w.Webhook
@@ -217,10 +222,8 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, brandID, id int64) (*
 	secret := webhook.NewSecret()
 	var out parley.Webhook
 	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-		w, err := tx.FindWebhook(ctx, brandID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return webhookNotFound(id)
-		} else if err != nil {
+		w, err := findWebhook(ctx, tx, brandID, id)
+		if err != nil {
 			return err
 		}
 		until := tx.Now().Add(secretGrace)
@@ -273,10 +276,8 @@ func (s *Service) ListWebhookDeliveries(ctx context.Context, brandID, id int64, 
 func (s *Service) TestWebhook(ctx context.Context, brandID, id int64) (*parley.Event, error) {
 	var ev *parley.Event
 	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-		w, err := tx.FindWebhook(ctx, brandID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return webhookNotFound(id)
-		} else if err != nil {
+		w, err := findWebhook(ctx, tx, brandID, id)
+		if err != nil {
 			return err
 		}
 		data, _ := json.Marshal(map[string]any{"webhook_id": w.ID, "message": "This is a test event from Parley."})

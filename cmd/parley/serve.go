@@ -28,7 +28,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	role := stringFlag(fs, getenv, "role", "all", "what this node does: all, api (HTTP API only) or worker (delivery only)")
 	provider := stringFlag(fs, getenv, "provider", "sim", "SMS provider: sim (local simulator) or twilio")
 	publicURL := stringFlag(fs, getenv, "public-url", "", "URL at which providers reach this service (default: http://<addr>)")
-	workers := stringFlag(fs, getenv, "workers", "50", "deliveries worked at once on this node")
+	workers := stringFlag(fs, getenv, "workers", "200", "deliveries worked at once on this node")
 	rescue := stringFlag(fs, getenv, "job-rescue-after", "1m", "how long a silent running job waits before it is taken over")
 	simDelay := stringFlag(fs, getenv, "sim-delay", "500ms", "sim provider: time from sent to delivered")
 	twSID := stringFlag(fs, getenv, "twilio-account-sid", "", "Twilio account SID")

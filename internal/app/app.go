@@ -70,7 +70,8 @@ type Config struct {
 	PublicURL string
 	// Twilio configures the twilio provider.
 	Twilio TwilioConfig
-	// Workers is how many deliveries run at once on a worker node; 0 means 50.
+	// Workers is how many deliveries run at once on a worker node; 0 means
+	// 200 (measured: more workers let River batch its job completions).
 	Workers int
 	// JobRescueAfter is how long a running job may stay silent before it is
 	// taken over (after a crash); 0 means 1 minute.
@@ -313,7 +314,7 @@ func withDefaults(cfg Config) Config {
 		cfg.Provider = "sim"
 	}
 	if cfg.Workers == 0 {
-		cfg.Workers = 50
+		cfg.Workers = 200
 	}
 	return cfg
 }

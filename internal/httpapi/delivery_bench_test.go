@@ -20,7 +20,7 @@ import (
 // benchDeliveryEnv runs Parley on the real clock with workers and a sim
 // that reports delivery at once.
 func benchDeliveryEnv(b *testing.B) (*apitest.Env, *client.Client, int64) {
-	e := apitest.New(b, func(c *app.Config) { c.Now = nil; c.SimDelay = -1; c.Workers = 100 })
+	e := apitest.New(b, func(c *app.Config) { c.Now = nil; c.SimDelay = -1; c.Workers = 200 })
 	tr := &http.Transport{MaxIdleConnsPerHost: 256}
 	b.Cleanup(tr.CloseIdleConnections)
 	c := client.New(e.Server.URL, e.CredA.Username, e.CredA.Secret, client.WithHTTPClient(&http.Client{Transport: tr}))

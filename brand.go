@@ -14,6 +14,12 @@ type Brand struct {
 	DateCreated Time   `json:"-"`
 }
 
+// BrandUpdate changes the members that are not nil; the replies answer
+// keywords in inbound messages (D12), "" meaning the default text.
+type BrandUpdate struct {
+	Name, PhoneNumber, HelpReply, StopReply, StartReply *string
+}
+
 // Credential signs a brand's API requests (D2). Secret is the base64url text
 // shown once on creation; only that text is the HMAC key.
 type Credential struct {

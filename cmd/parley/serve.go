@@ -34,6 +34,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	twSID := stringFlag(fs, getenv, "twilio-account-sid", "", "Twilio account SID")
 	twToken := stringFlag(fs, getenv, "twilio-auth-token", "", "Twilio auth token")
 	twService := stringFlag(fs, getenv, "twilio-messaging-service-sid", "", "Twilio Messaging Service SID (instead of the brand's number as From)")
+	adminToken := stringFlag(fs, getenv, "admin-token", "", "enables the operators' API under /admin/v1 with this bearer token (at least 32 characters)")
 	allowPrivate := stringFlag(fs, getenv, "webhook-allow-private", "false", "let webhook endpoints use http:// and private or loopback addresses (development only)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,6 +63,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		cfg.SimDelay = -1 // at once
 	}
 	cfg.Role, cfg.Provider = *role, *provider
+	if cfg.AdminToken = *adminToken; cfg.AdminToken != "" && len(cfg.AdminToken) < 32 {
+		return fmt.Errorf("--admin-token: use at least 32 characters")
+	}
 	if cfg.WebhookAllowPrivate, err = strconv.ParseBool(*allowPrivate); err != nil {
 		return fmt.Errorf("--webhook-allow-private: want true or false")
 	}

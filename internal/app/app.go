@@ -76,6 +76,9 @@ type Config struct {
 	// JobRescueAfter is how long a running job may stay silent before it is
 	// taken over (after a crash); 0 means 1 minute.
 	JobRescueAfter time.Duration
+	// AdminToken enables the operators' HTTP API under /admin/v1 (D10),
+	// authenticated with "Authorization: Bearer <token>"; empty disables it.
+	AdminToken string
 	// WebhookAllowPrivate lets webhook endpoints use http:// and private,
 	// loopback and link-local addresses: development and tests only (D11).
 	WebhookAllowPrivate bool
@@ -202,6 +205,8 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Credentials: a.Service, Media: a.Service, DB: a.DB,
 		Logger:        cfg.Logger,
 		Webhooks:      a.Service,
+		AdminService:  a.Service,
+		AdminToken:    cfg.AdminToken,
 		Metrics:       a.Metrics.Handler(),
 		ClockSkew:     cfg.ClockSkew,
 		Now:           cfg.Now,

@@ -54,6 +54,8 @@ func (s *Server) routeTable() []route {
 	}
 	if s.OpsOnly {
 		r = r[:2] // healthz, readyz
+	} else if s.AdminToken != "" && s.AdminService != nil {
+		r = append(r, s.adminRoutes()...)
 	}
 	if s.Webhooks == nil { // a server without webhooks configured
 		r = slices.DeleteFunc(r, func(rt route) bool { return strings.Contains(rt.path, "/webhooks") })

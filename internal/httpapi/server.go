@@ -54,6 +54,10 @@ type Config struct {
 	// Unavailable reports errors that mean the database cannot answer now;
 	// they are 503 service_unavailable instead of 500.
 	Unavailable func(error) bool
+	// AdminService and AdminToken enable the operators' API under /admin/v1
+	// (D10); without a token it is not served at all.
+	AdminService Admin
+	AdminToken   string
 	// OpsOnly serves only /healthz, /readyz and /metrics (a worker node).
 	OpsOnly bool
 	// Extra are more routes by pattern ("POST /providers/twilio/status"):

@@ -270,9 +270,7 @@ func (db *DB) FindBrandByPhone(ctx context.Context, phone string) (*parley.Brand
 }
 
 // BrandUpdate changes the members that are not nil.
-type BrandUpdate struct {
-	Name, PhoneNumber, HelpReply, StopReply, StartReply *string
-}
+type BrandUpdate = parley.BrandUpdate
 
 // UpdateBrand applies u; ErrNotFound when the brand does not exist.
 func (tx *Tx) UpdateBrand(ctx context.Context, id int64, u BrandUpdate) error {

@@ -1,0 +1,127 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/apitest"
+	"github.com/parleyhq/parley/internal/app"
+)
+
+const admTok = "admin-token-0123456789abcdef0123456789"
+
+func admEnv(t *testing.T) *apitest.Env {
+	t.Helper()
+	return apitest.New(t, func(c *app.Config) { c.AdminToken = admTok })
+}
+
+// admDo calls the admin API with a token and returns status and body.
+func admDo(t *testing.T, e *apitest.Env, token, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, e.Server.URL+"/admin/v1"+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// TestAdminAPI: operators create brands, credentials, custom data fields and
+// segments over HTTP with a bearer token (D10), and a brand then uses them.
+func TestAdminAPI(t *testing.T) {
+	t.Parallel()
+	e := admEnv(t)
+	st, b := admDo(t, e, admTok, "POST", "/brands", map[string]any{"name": "Acme", "phone_number": "+1 415 555 0199"})
+	if st != 201 || b["phone_number"] != "+14155550199" || b["id"] == nil {
+		t.Fatalf("create brand: %d %v", st, b)
+	}
+	id := itoa(int64(b["id"].(float64)))
+	st, c := admDo(t, e, admTok, "POST", "/brands/"+id+"/credentials", nil)
+	if st != 201 || c["secret"] == nil {
+		t.Fatalf("create credential: %d %v", st, c)
+	}
+	if st, f := admDo(t, e, admTok, "POST", "/brands/"+id+"/custom_data_fields",
+		map[string]any{"field_name": "Loyalty Tier", "custom_data_type": 3, "available_enum_values": []string{"gold"}}); st != 201 || f["id"] == nil {
+		t.Fatalf("create field: %d %v", st, f)
+	}
+	if st, s := admDo(t, e, admTok, "POST", "/brands/"+id+"/segments", map[string]any{"name": "VIPs"}); st != 201 || s["is_active"] != true || s["source"] != "USER_DEFINED" {
+		t.Fatalf("create segment: %d %v", st, s)
+	}
+	if st, _ := admDo(t, e, admTok, "POST", "/brands/"+id, map[string]any{"help_reply": "Acme help"}); st != 200 {
+		t.Fatalf("update brand: %d", st)
+	}
+
+	// The new brand's credential works on v1 and sees what the operator configured.
+	brand := e.Client(c["username"].(string), c["secret"].(string))
+	if got, err := brand.GetBrand(e.Ctx); err != nil || got.Name != "Acme" {
+		t.Fatalf("GET /brand with the new credential: %v %v", got, err)
+	}
+	if fields, err := brand.ListCustomFields(e.Ctx); err != nil || len(fields) != 1 || fields[0].FieldName != "Loyalty Tier" {
+		t.Errorf("custom data fields: %v %v", fields, err)
+	}
+	if segs, err := brand.ListSegments(e.Ctx); err != nil || len(segs) != 1 {
+		t.Errorf("segments: %v %v", segs, err)
+	}
+	if _, err := brand.CreateUser(e.Ctx, parley.UserCreate{PhoneNumber: parley.Some("+14155552671"),
+		UserFields: parley.UserFields{CustomData: parley.Some(json.RawMessage(`{"loyalty_tier":"gold"}`))}}); err != nil {
+		t.Errorf("custom_data with the new field: %v", err)
+	}
+
+	if st, _ := admDo(t, e, admTok, "DELETE", "/credentials/"+c["username"].(string), nil); st != 200 {
+		t.Fatalf("revoke: %d", st)
+	}
+	_, err := brand.GetBrand(e.Ctx)
+	wantAPIError(t, err, 401, parley.ENotAuthenticated)
+	if st, l := admDo(t, e, admTok, "GET", "/brands", nil); st != 200 || len(l["data"].([]any)) != 3 {
+		t.Errorf("list brands: %d %v", st, l)
+	}
+}
+
+func TestAdminAPIAuthAndValidation(t *testing.T) {
+	t.Parallel()
+	e := admEnv(t)
+	before := e.State(t)
+	for _, tok := range []string{"", "wrong", admTok + "x"} {
+		if st, body := admDo(t, e, tok, "POST", "/brands", map[string]any{"name": "X", "phone_number": "+14155550199"}); st != 401 {
+			t.Errorf("token %q: %d %v, want 401", tok, st, body)
+		}
+	}
+	if st, body := admDo(t, e, admTok, "POST", "/brands", map[string]any{"name": "X", "phone_number": "12"}); st != 422 {
+		t.Errorf("bad phone: %d %v", st, body)
+	}
+	if st, _ := admDo(t, e, admTok, "POST", "/brands", map[string]any{"name": "X", "phone_number": "+14155550199", "foo": 1}); st != 422 {
+		t.Errorf("unknown member: %d", st)
+	}
+	if st, _ := admDo(t, e, admTok, "POST", "/brands/999/credentials", nil); st != 404 {
+		t.Errorf("credential for a missing brand: %d", st)
+	}
+	if st, _ := admDo(t, e, admTok, "POST", "/brands/"+itoa(e.BrandA.ID)+"/custom_data_fields", map[string]any{"field_name": "X", "custom_data_type": 9}); st != 422 {
+		t.Errorf("bad field type: %d", st)
+	}
+	if e.State(t) != before {
+		t.Error("rejected admin requests changed the database")
+	}
+	// Without a configured token the admin API does not exist.
+	plain := apitest.New(t)
+	if st, _ := admDo(t, plain, admTok, "GET", "/brands", nil); st != 404 {
+		t.Errorf("admin API without a token: %d, want 404", st)
+	}
+}

@@ -366,13 +366,13 @@ func subscribes(types []string, typ string) bool {
 // hasSubscribers reports, outside any transaction, whether an event of typ
 // would go anywhere: the fast paths that skip a transaction ask first.
 func (s *Service) hasSubscribers(ctx context.Context, brandID int64, types ...string) (bool, error) {
-	hooks, err := s.db.ListWebhooks(ctx, nil, brandID, true)
+	subs, err := s.db.SubscribedTypes(ctx, brandID)
 	if err != nil {
 		return false, err
 	}
-	for _, w := range hooks {
+	for _, st := range subs {
 		for _, t := range types {
-			if subscribes(w.EventTypes, t) {
+			if subscribes(st, t) {
 				return true, nil
 			}
 		}

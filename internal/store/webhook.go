@@ -71,12 +71,13 @@ func (tx *Tx) LockBrand(ctx context.Context, brandID int64) error {
 
 // CountWebhooks returns how many endpoints the brand has.
 func (tx *Tx) CountWebhooks(ctx context.Context, brandID int64) (int, error) {
-	var n int
 	row, err := tx.queryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE brand_id = ?`, brandID)
 	if err != nil {
 		return 0, err
 	}
-	return n, row.Scan(&n)
+	var n int
+	err = row.Scan(&n)
+	return n, err
 }
 
 // InsertWebhook stores w and sets its ID and dates.
@@ -170,6 +171,34 @@ func (db *DB) ListWebhooks(ctx context.Context, tx *Tx, brandID int64, enabledOn
 			return nil, err
 		}
 		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// SubscribedTypes returns the event_types of each enabled endpoint of the
+// brand: the check a change makes before it decides whether to write an
+// event, on the hot path, so it is one prepared query reading one column.
+func (db *DB) SubscribedTypes(ctx context.Context, brandID int64) ([][]string, error) {
+	s, err := db.readStmts.get(ctx, `SELECT event_types FROM webhook_endpoints WHERE brand_id = ? AND disabled = FALSE`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.QueryContext(ctx, brandID)
+	if err != nil {
+		return nil, fmt.Errorf("store: subscribed types: %w", err)
+	}
+	defer rows.Close()
+	var out [][]string
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		var types []string
+		if err := json.Unmarshal([]byte(raw), &types); err != nil {
+			return nil, fmt.Errorf("store: event types: %w", err)
+		}
+		out = append(out, types)
 	}
 	return out, rows.Err()
 }

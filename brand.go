@@ -1,9 +1,6 @@
 package parley
 
-import (
-	"context"
-	"encoding/json"
-)
+import "context"
 
 // Brand owns users, messages, media and credentials. Every row in the
 // database carries its brand id.
@@ -115,5 +112,3 @@ type BrandService interface {
 type CredentialSource interface {
 	CredentialSecret(ctx context.Context, username string) (brandID int64, secret []byte, err error)
 }
-
-var _ json.Marshaler = Time{}

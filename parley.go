@@ -24,6 +24,8 @@ const TimeFormat = "2006-01-02T15:04:05.000000Z"
 // NewTime returns t in UTC, truncated to the microsecond the API shows.
 func NewTime(t time.Time) Time { return Time{t.UTC().Truncate(time.Microsecond)} }
 
+var _ json.Marshaler = Time{}
+
 // MarshalJSON implements json.Marshaler.
 func (t Time) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, len(TimeFormat)+2)

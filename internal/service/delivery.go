@@ -67,7 +67,8 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 		log.Info("delivery attempt", "outcome", "failed", "error_code", CodeUnsubscribed)
 		return s.fail(ctx, brandID, messageID, CodeUnsubscribed, "The recipient has opted out of messages.")
 	}
-	if d.SendingAt != nil && !isIdempotent(s.provider) {
+	idempotent := isIdempotent(s.provider)
+	if d.SendingAt != nil && !idempotent {
 		// An earlier attempt reached the provider call and then the process
 		// died: the provider may have the message. Sending again could reach
 		// the recipient twice, so the message fails instead.
@@ -90,7 +91,6 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 	// Record the attempt before the call, so a retry after a crash knows a
 	// send may have happened. An idempotent provider makes that harmless and
 	// the write unneeded: it accepts the message once however often it is sent.
-	idempotent := isIdempotent(s.provider)
 	if !idempotent {
 		var marked bool
 		if err := s.db.WithTx(ctx, func(tx *store.Tx) error {

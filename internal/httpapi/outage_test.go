@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 	"testing"
@@ -114,6 +115,15 @@ func TestDatabaseOutage(t *testing.T) {
 	resp := mustDo(t, e.A, "GET", "/users/"+itoa(u.ID), nil)
 	if resp.StatusCode != 503 {
 		t.Errorf("status %d during outage", resp.StatusCode)
+	}
+
+	ready, err := http.Get(e.Server.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready.Body.Close()
+	if ready.StatusCode != 503 {
+		t.Errorf("/readyz during the outage = %d, want 503", ready.StatusCode)
 	}
 
 	proxy.restore(t)

@@ -18,7 +18,9 @@ type BrandUpdate struct {
 }
 
 // Credential signs a brand's API requests (D2). Secret is the base64url text
-// shown once on creation; only that text is the HMAC key.
+// shown once on creation; only that text is the HMAC key. RevokedAt is when
+// it stops working: in the future during a rotation's grace period.
+// LastUsedAt is when it last signed a request that verified, to within a minute.
 type Credential struct {
 	Username   string `json:"username"`
 	BrandID    int64  `json:"brand_id"`
@@ -111,4 +113,6 @@ type BrandService interface {
 // verification. It returns ENotAuthenticated for unknown or revoked names.
 type CredentialSource interface {
 	CredentialSecret(ctx context.Context, username string) (brandID int64, secret []byte, err error)
+	// CredentialUsed notes that a request signed by username verified.
+	CredentialUsed(ctx context.Context, username string)
 }

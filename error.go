@@ -14,6 +14,7 @@ const (
 	EMethodNotAllowed     = "method_not_allowed"
 	EDuplicate            = "duplicate_record_found"
 	EIdempotencyReused    = "idempotency_key_reused"
+	EIdempotencyInUse     = "idempotency_key_in_use"
 	EPayloadTooLarge      = "payload_too_large"
 	EUnsupportedMediaType = "unsupported_media_type"
 	EInvalidPhoneNumber   = "invalid_phone_number"

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -111,7 +112,43 @@ func (o Optional[T]) Ptr() *T {
 
 type ctxKey int
 
-const brandKey ctxKey = iota
+const (
+	brandKey ctxKey = iota
+	signedWriteKey
+)
+
+// SignedWrite is the signature of a signed POST, PUT or DELETE (D2). The
+// first transaction the request commits records it, in the same commit
+// as the change, so a copy of the request changes nothing: its
+// transaction finds the signature recorded and fails with ErrReplayed.
+type SignedWrite struct {
+	// Key identifies the signature; Expires is when the x-date check
+	// rejects it anyway, after which it may be forgotten.
+	Key      []byte
+	Expires  time.Time
+	recorded atomic.Bool
+}
+
+// Recorded reports whether a transaction of the request recorded the signature.
+func (w *SignedWrite) Recorded() bool { return w.recorded.Load() }
+
+// MarkRecorded notes that the signature is committed.
+func (w *SignedWrite) MarkRecorded() { w.recorded.Store(true) }
+
+// ErrReplayed answers a signed write whose signature was already recorded.
+var ErrReplayed = &Error{Code: ENotAuthenticated, Message: "HMAC signature verification failed: replayed request"}
+
+// NewContextWithSignedWrite returns ctx carrying the request's signature.
+func NewContextWithSignedWrite(ctx context.Context, w *SignedWrite) context.Context {
+	return context.WithValue(ctx, signedWriteKey, w)
+}
+
+// SignedWriteFromContext returns the request's signature, nil when it is
+// not a signed write or replay protection is off.
+func SignedWriteFromContext(ctx context.Context) *SignedWrite {
+	w, _ := ctx.Value(signedWriteKey).(*SignedWrite)
+	return w
+}
 
 // NewContextWithBrand returns ctx carrying the id of the brand whose
 // credential signed the request.

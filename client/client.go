@@ -69,6 +69,17 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("parley: %d %s: %s", e.StatusCode, e.Type, e.Msg)
 }
 
+type idempotencyKey struct{}
+
+// WithIdempotencyKey returns a context under which a POST carries
+// Idempotency-Key: key (D13). Retrying the same call with the same key —
+// after a timeout, say — runs it at most once: a repeat gets the first
+// response back. Wait a second before a retry: the signature's x-date
+// must differ, or the server rejects the retry as a replay (D2).
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idempotencyKey{}, key)
+}
+
 // Response is a raw API answer.
 type Response struct {
 	StatusCode int
@@ -91,6 +102,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, conte
 		req.Body, req.ContentLength, req.GetBody = http.NoBody, 0, nil
 	} else if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	if key, ok := ctx.Value(idempotencyKey{}).(string); ok {
+		req.Header.Set("Idempotency-Key", key)
 	}
 	signing.SignRequest(req, c.username, c.secret, body, c.now())
 	resp, err := c.hc.Do(req)

@@ -55,3 +55,6 @@ func digits(s string) (int, bool) {
 	}
 	return n, true
 }
+
+// ParseDate parses an x-date value (an IMF-fixdate), as the verifier does.
+func ParseDate(s string) (time.Time, bool) { return parseIMFFixdate(s) }

@@ -10,9 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -149,21 +151,25 @@ func brandJSON(b *parley.Brand) map[string]any {
 }
 
 func runCredential(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	verb, rest, err := parseSub(args, "create", "list", "revoke")
+	verb, rest, err := parseSub(args, "create", "list", "revoke", "rotate")
 	if err != nil {
 		return fmt.Errorf("credential: %w", err)
 	}
 	var brand *int64
+	var grace *time.Duration
 	var username string
-	if verb == "revoke" {
+	if verb == "revoke" || verb == "rotate" {
 		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return errors.New("credential revoke: want USERNAME")
+			return fmt.Errorf("credential %s: want USERNAME", verb)
 		}
 		username, rest = rest[0], rest[1:]
 	}
 	return adminCmd(ctx, "credential "+verb, rest, getenv, func(fs *flagSet) {
-		if verb != "revoke" {
+		switch verb {
+		case "create", "list":
 			brand = fs.Int64("brand", 0, "brand id (required)")
+		case "rotate":
+			grace = fs.Duration("grace", service.DefaultRotationGrace, "how long the old secret keeps working")
 		}
 	}, func(a *app.App, asJSON bool) error {
 		switch verb {
@@ -187,15 +193,22 @@ func runCredential(ctx context.Context, args []string, getenv func(string) strin
 				return printJSON(stdout, cs)
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "USERNAME\tCREATED\tREVOKED")
+			fmt.Fprintln(tw, "USERNAME\tCREATED\tREVOKED\tLAST USED")
 			for _, c := range cs {
-				revoked := "-"
-				if c.RevokedAt != nil {
-					revoked = c.RevokedAt.Format(parley.TimeFormat)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Username, c.CreatedAt.Format(parley.TimeFormat), revoked)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Username, c.CreatedAt.Format(parley.TimeFormat), orDash(c.RevokedAt), orDash(c.LastUsedAt))
 			}
 			return tw.Flush()
+		case "rotate":
+			c, old, err := a.Service.RotateCredential(ctx, username, *grace)
+			if err != nil {
+				return describe(err)
+			}
+			if asJSON {
+				return printJSON(stdout, map[string]any{"credential": c, "old": old})
+			}
+			fmt.Fprintf(stdout, "Rotated %s: it keeps working until %s. The new secret is shown only now:\nusername: %s\nsecret:   %s\n",
+				old.Username, old.RevokedAt.Format(parley.TimeFormat), c.Username, c.Secret)
+			return nil
 		default:
 			if err := a.Service.RevokeCredential(ctx, username); err != nil {
 				return describe(err)
@@ -207,6 +220,13 @@ func runCredential(ctx context.Context, args []string, getenv func(string) strin
 			return nil
 		}
 	})
+}
+
+func orDash(t *parley.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(parley.TimeFormat)
 }
 
 var typeCodes = map[string]int{"INTEGER": 1, "FLOAT": 2, "STRING": 3, "LIST": 4, "BOOLEAN": 5, "DATE": 6}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -79,3 +80,14 @@ func parseSub(args []string, verbs ...string) (string, []string, error) {
 
 // flagSet is a FlagSet; the alias keeps admin command definitions short.
 type flagSet struct{ *flag.FlagSet }
+
+// isTerminal reports whether w is a terminal, where progress can redraw
+// itself in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -30,6 +30,9 @@ Commands:
   field        create | list | delete custom data fields
   segment      create | list | archive segments
   call         send a signed request to the API
+  import       import users from a CSV file: parley import FILE --brand ID
+  export       write a brand's users as CSV: parley export --brand ID [--out FILE]
+  bench        load-test a server and report throughput and latency
 
 Run 'parley <command> -h' for a command's flags. Every flag also reads
 from the environment as PARLEY_<FLAG> (e.g. --db → PARLEY_DB).
@@ -57,6 +60,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runSegment(ctx, rest, getenv, stdout)
 	case "call":
 		return runCall(ctx, rest, getenv, stdout, stderr)
+	case "import":
+		return runImport(ctx, rest, getenv, stdout, stderr)
+	case "export":
+		return runExport(ctx, rest, getenv, stdout, stderr)
+	case "bench":
+		return runBench(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -111,7 +111,8 @@ func TestServeFirstRunThenCall(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"+14155552671"`) {
 		t.Errorf("call POST: %v\n%s", err, out)
 	}
-	out, err = runCmd(t, env(nil), "call", "POST", "/api/v1/users", "--data", `{"phone_number":"+14155552671"}`, "--data-dir", dir)
+	// Another body: the same one within the same second would be a replay (D2).
+	out, err = runCmd(t, env(nil), "call", "POST", "/api/v1/users", "--data", `{"phone_number":"+14155552671","first_name":"Ann"}`, "--data-dir", dir)
 	if err == nil || !strings.Contains(out, "duplicate_record_found") {
 		t.Errorf("duplicate create: err %v, out %s; want an error and the envelope", err, out)
 	}
@@ -208,6 +209,41 @@ func TestAdminCommands(t *testing.T) {
 	out, err = runCmd(t, ce, "call", "GET", "/api/v1/custom_data")
 	if err != nil || !strings.Contains(out, `"Loyalty Tier"`) {
 		t.Errorf("GET /custom_data: %v\n%s", err, out)
+	}
+
+	// The calls above moved last_used_at (issue #6).
+	out, err = runCmd(t, e, "credential", "list", "--brand", id, "--json")
+	if err != nil || !strings.Contains(out, `"last_used_at": "`) {
+		t.Errorf("credential list after use: %v\n%s", err, out)
+	}
+	out, _ = runCmd(t, e, "credential", "list", "--brand", id)
+	if !strings.Contains(out, "LAST USED") {
+		t.Errorf("credential list has no LAST USED column:\n%s", out)
+	}
+	// Rotation: a new credential now, the old one until the grace ends.
+	out, err = runCmd(t, e, "credential", "rotate", cred.Username, "--grace", "1h", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rotated struct {
+		Credential struct{ Username, Secret string }
+		Old        struct {
+			RevokedAt time.Time `json:"revoked_at"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rotated); err != nil || len(rotated.Credential.Secret) != 43 ||
+		rotated.Credential.Username == cred.Username || time.Until(rotated.Old.RevokedAt) < 59*time.Minute {
+		t.Fatalf("credential rotate --json: %v\n%s", err, out)
+	}
+	ne := env(map[string]string{"PARLEY_USERNAME": rotated.Credential.Username, "PARLEY_SECRET": rotated.Credential.Secret, "PARLEY_URL": serveURL(t, stdout.String())})
+	if _, err := runCmd(t, ne, "call", "GET", "/api/v1/brand"); err != nil {
+		t.Errorf("the rotated-in credential: %v", err)
+	}
+	if _, err := runCmd(t, ce, "call", "GET", "/api/v1/brand"); err != nil {
+		t.Errorf("the rotated-out credential during its grace period: %v", err)
+	}
+	if _, err := runCmd(t, e, "credential", "rotate", "pk_nobody"); err == nil {
+		t.Error("rotating an unknown credential succeeded")
 	}
 
 	if _, err := runCmd(t, e, "credential", "revoke", cred.Username); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -146,6 +147,20 @@ func TestScaleOut(t *testing.T) {
 		t.Fatalf("node A after B's update: %+v %v", got, err)
 	}
 
+	// One signed write copied to both nodes runs once (D2 replay protection).
+	signedAt := time.Now()
+	sameSignature := client.WithClock(func() time.Time { return signedAt })
+	var answers []error
+	for _, url := range []string{nodeA.URL, nodeB.URL} {
+		_, err := newClient(url, sameSignature).CreateUser(ctx, parley.UserCreate{PhoneNumber: parley.Some("+14155552688")})
+		answers = append(answers, err)
+	}
+	var replayed *client.Error
+	if answers[0] != nil || !errors.As(answers[1], &replayed) || replayed.StatusCode != 401 ||
+		replayed.Msg != "HMAC signature verification failed: replayed request" {
+		t.Errorf("one signed request to node A, then to node B: %v; want created, then 401 replayed request", answers)
+	}
+
 	// Concurrent creates of one number through both nodes: exactly one wins.
 	const tries = 20
 	var wg sync.WaitGroup
@@ -158,7 +173,9 @@ func TestScaleOut(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := c.CreateUser(ctx, parley.UserCreate{PhoneNumber: parley.Some("+14155559999")})
+			// Distinct names, so no two share a signature (D2 replay protection).
+			_, err := c.CreateUser(ctx, parley.UserCreate{PhoneNumber: parley.Some("+14155559999"),
+				UserFields: parley.UserFields{FirstName: parley.Some(fmt.Sprintf("Try %d", i))}})
 			results <- err
 		}()
 	}
@@ -188,7 +205,7 @@ func TestScaleOut(t *testing.T) {
 		if i%2 == 1 {
 			c = b
 		}
-		m, err := c.SendMessage(ctx, parley.MessageCreate{UserID: parley.Some(u.ID), Body: parley.Some("hi")})
+		m, err := c.SendMessage(ctx, parley.MessageCreate{UserID: parley.Some(u.ID), Body: parley.Some(fmt.Sprintf("hi %d", i))})
 		if err != nil {
 			t.Fatal(err)
 		}

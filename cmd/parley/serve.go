@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
+	"net/http/pprof"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -21,8 +21,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	fs := newFlags("serve")
 	dbf := addDBFlags(fs, getenv)
 	addr := stringFlag(fs, getenv, "addr", "127.0.0.1:8080", "address to listen on")
+	metricsAddr := stringFlag(fs, getenv, "metrics-addr", "", "serve /metrics on this separate address instead of on --addr")
 	blobURL := stringFlag(fs, getenv, "blob", "", "media store, a gocloud.dev bucket URL (default: a directory in data-dir)")
 	maxFile := stringFlag(fs, getenv, "max-file-size", "5242880", "largest upload in bytes")
+	maxImport := stringFlag(fs, getenv, "max-import-size", "104857600", "largest CSV import file in bytes")
 	skew := stringFlag(fs, getenv, "clock-skew", "300s", "accepted x-date drift of signed requests")
 	logFormat := stringFlag(fs, getenv, "log-format", "", "text or json (default: text on a terminal, json otherwise)")
 	role := stringFlag(fs, getenv, "role", "all", "what this node does: all, api (HTTP API only) or worker (delivery only)")
@@ -36,6 +38,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	twService := stringFlag(fs, getenv, "twilio-messaging-service-sid", "", "Twilio Messaging Service SID (instead of the brand's number as From)")
 	adminToken := stringFlag(fs, getenv, "admin-token", "", "enables the operators' API under /admin/v1 with this bearer token (at least 32 characters)")
 	allowPrivate := stringFlag(fs, getenv, "webhook-allow-private", "false", "let webhook endpoints use http:// and private or loopback addresses (development only)")
+	pprofAddr := stringFlag(fs, getenv, "pprof-addr", "", "serve Go's /debug/pprof profiles on this address (keep it private; off by default)")
+	rateLimit := stringFlag(fs, getenv, "rate-limit", "100", "requests per second per credential, per node (0 turns limiting off)")
+	rateBurst := stringFlag(fs, getenv, "rate-burst", "200", "requests a credential may send at once")
+	replay := stringFlag(fs, getenv, "replay-protection", "true", "reject a signed write sent twice (only benchmarks should turn it off)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,6 +52,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	cfg.Blob = *blobURL
 	if cfg.MaxFileSize, err = strconv.ParseInt(*maxFile, 10, 64); err != nil || cfg.MaxFileSize < 1 {
 		return fmt.Errorf("--max-file-size: want a positive number of bytes")
+	}
+	if cfg.MaxImportSize, err = strconv.ParseInt(*maxImport, 10, 64); err != nil || cfg.MaxImportSize < 1 {
+		return fmt.Errorf("--max-import-size: want a positive number of bytes")
 	}
 	if cfg.ClockSkew, err = time.ParseDuration(*skew); err != nil || cfg.ClockSkew <= 0 {
 		return fmt.Errorf("--clock-skew: want a positive duration such as 300s")
@@ -63,12 +72,27 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		cfg.SimDelay = -1 // at once
 	}
 	cfg.Role, cfg.Provider = *role, *provider
+	cfg.MetricsAddr = *metricsAddr
 	if cfg.AdminToken = *adminToken; cfg.AdminToken != "" && len(cfg.AdminToken) < 32 {
 		return fmt.Errorf("--admin-token: use at least 32 characters")
 	}
 	if cfg.WebhookAllowPrivate, err = strconv.ParseBool(*allowPrivate); err != nil {
 		return fmt.Errorf("--webhook-allow-private: want true or false")
 	}
+	if cfg.RateLimit, err = strconv.ParseFloat(*rateLimit, 64); err != nil || cfg.RateLimit < 0 {
+		return fmt.Errorf("--rate-limit: want requests per second, 0 for none")
+	}
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = -1 // off
+	}
+	if cfg.RateBurst, err = strconv.Atoi(*rateBurst); err != nil || cfg.RateBurst < 1 {
+		return fmt.Errorf("--rate-burst: want a positive number")
+	}
+	replayOn, err := strconv.ParseBool(*replay)
+	if err != nil {
+		return fmt.Errorf("--replay-protection: want true or false")
+	}
+	cfg.NoReplayProtection = !replayOn
 	cfg.Twilio = app.TwilioConfig{AccountSID: *twSID, AuthToken: *twToken, MessagingServiceSID: *twService}
 	logger, err := newLogger(*logFormat, stderr)
 	if err != nil {
@@ -81,6 +105,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer ln.Close()
+	var metricsLn net.Listener
+	if cfg.MetricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer metricsLn.Close()
+	}
 	baseURL := "http://" + displayAddr(ln.Addr())
 	cfg.PublicURL = *publicURL
 	if cfg.PublicURL == "" {
@@ -108,8 +139,25 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	errc := make(chan error, 1)
+	servers := []*http.Server{srv}
+	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(ln) }()
+	if metricsLn != nil {
+		msrv := &http.Server{Handler: a.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: srv.ErrorLog}
+		servers = append(servers, msrv)
+		go func() { errc <- msrv.Serve(metricsLn) }()
+		fmt.Fprintf(stdout, "Metrics are served on http://%s/metrics\n", displayAddr(metricsLn.Addr()))
+	}
+	if *pprofAddr != "" {
+		pln, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			return fmt.Errorf("--pprof-addr: %w", err)
+		}
+		psrv := &http.Server{Handler: pprofHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: srv.ErrorLog}
+		servers = append(servers, psrv)
+		go func() { errc <- psrv.Serve(pln) }()
+		fmt.Fprintf(stdout, "Profiles are served on http://%s/debug/pprof/\n", displayAddr(pln.Addr()))
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -119,14 +167,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	fmt.Fprintln(stdout, "Shutting down…")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return err
+	for _, s := range servers {
+		if err := s.Shutdown(shutdownCtx); err != nil {
+			return err
+		}
 	}
 	if err := a.Stop(shutdownCtx); err != nil {
 		return err
 	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for range servers {
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	return nil
 }
@@ -181,10 +233,8 @@ func displayAddr(a net.Addr) string {
 func newLogger(format string, w io.Writer) (*slog.Logger, error) {
 	if format == "" {
 		format = "json"
-		if f, ok := w.(*os.File); ok {
-			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				format = "text"
-			}
+		if isTerminal(w) {
+			format = "text"
 		}
 	}
 	switch format {
@@ -194,4 +244,15 @@ func newLogger(format string, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}
 	return nil, fmt.Errorf("--log-format: want text or json, not %q", format)
+}
+
+// pprofHandler serves Go's profiles, for finding a bottleneck under load.
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

@@ -29,6 +29,8 @@ type Env struct {
 	Ctx            context.Context
 	clockMu        sync.Mutex
 	now            time.Time
+	tick           atomic.Int64
+	cfg            app.Config
 }
 
 // Option adjusts the app's configuration before it opens.
@@ -52,10 +54,22 @@ func New(t testing.TB, opts ...Option) *Env {
 	}))
 	cfg.PublicURL = e.Server.URL
 	cfg.WebhookAllowPrivate = true // receivers are httptest servers on 127.0.0.1
+	// The clock stands still unless a test moves it, so buckets would
+	// never refill: rate-limit tests turn limiting on themselves.
+	cfg.RateLimit = -1
 	for _, o := range opts {
 		o(&cfg)
 	}
-	a, err := app.Open(e.Ctx, cfg)
+	e.cfg = cfg
+	e.start(t, &handler)
+	e.BrandA, e.CredA, e.A = e.NewBrand(t, "Brand A", "+14155550100")
+	e.BrandB, e.CredB, e.B = e.NewBrand(t, "Brand B", "+14155550101")
+	return e
+}
+
+func (e *Env) start(t testing.TB, handler *atomic.Value) {
+	t.Helper()
+	a, err := app.Open(e.Ctx, e.cfg)
 	if err != nil {
 		e.Server.Close()
 		t.Fatalf("app.Open: %v", err)
@@ -66,9 +80,23 @@ func New(t testing.TB, opts ...Option) *Env {
 		e.Server.Close()
 		a.Close()
 	})
-	e.BrandA, e.CredA, e.A = e.NewBrand(t, "Brand A", "+14155550100")
-	e.BrandB, e.CredB, e.B = e.NewBrand(t, "Brand B", "+14155550101")
-	return e
+}
+
+// Attach starts a second node on e's database, as another process would
+// be: its own app and HTTP server, the same brands, credentials and clock.
+func Attach(t testing.TB, e *Env) *Env {
+	t.Helper()
+	n := &Env{Ctx: e.Ctx, cfg: e.cfg, now: e.Now(),
+		BrandA: e.BrandA, BrandB: e.BrandB, CredA: e.CredA, CredB: e.CredB}
+	n.cfg.Now = e.Now
+	var handler atomic.Value
+	n.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handler.Load().(http.Handler).ServeHTTP(w, r)
+	}))
+	n.start(t, &handler)
+	n.A = n.Client(e.CredA.Username, e.CredA.Secret)
+	n.B = n.Client(e.CredB.Username, e.CredB.Secret)
+	return n
 }
 
 // Now is the server's clock: real time plus whatever Advance added.
@@ -107,9 +135,17 @@ func (e *Env) NewBrand(t testing.TB, name, phone string) (*parley.Brand, *parley
 	return b, c, e.Client(c.Username, c.Secret)
 }
 
-// Client returns a client for a credential, dated by the server's clock.
+// Client returns a client for a credential. Its clock is the server's
+// plus a second more for each request, wrapping well inside the allowed
+// skew: the server's clock stands still, and replay protection (D2) would
+// otherwise reject a test's second identical write as a replay.
 func (e *Env) Client(username, secret string) *client.Client {
-	return client.New(e.Server.URL, username, secret, client.WithClock(e.Now))
+	return client.New(e.Server.URL, username, secret, client.WithClock(e.ClientNow))
+}
+
+// ClientNow is the clock of Env's clients (see Client).
+func (e *Env) ClientNow() time.Time {
+	return e.Now().Add(time.Duration(e.tick.Add(1)%240) * time.Second)
 }
 
 // MustCreateUser creates a user of brand A or fails the test.
@@ -186,7 +222,11 @@ func (e *Env) State(t testing.TB) string {
 	t.Helper()
 	var out string
 	for _, table := range []string{"brands", "credentials", "users", "custom_fields", "segments", "files", "messages", "river_job"} {
-		out += table + ":\n" + e.Snapshot(t, "SELECT * FROM "+table+" ORDER BY id")
+		cols := "*"
+		if table == "credentials" {
+			cols = "id, brand_id, username, secret, created_at, revoked_at" // not last_used_at: any request moves it
+		}
+		out += table + ":\n" + e.Snapshot(t, "SELECT "+cols+" FROM "+table+" ORDER BY id")
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob:// buckets
 	_ "gocloud.dev/blob/fileblob"  // file:// buckets
@@ -54,6 +55,8 @@ type Config struct {
 	PhoneValidation string
 	// MaxFileSize bounds uploads (D9); 0 means 5 MiB.
 	MaxFileSize int64
+	// MaxImportSize bounds a CSV import file (issue #7); 0 means 100 MiB.
+	MaxImportSize int64
 	// ClockSkew is the accepted x-date drift (D2); 0 means 300 s.
 	ClockSkew time.Duration
 	Logger    *slog.Logger
@@ -68,6 +71,9 @@ type Config struct {
 	// PublicURL is where providers reach this service: media links and
 	// Twilio's callbacks are built on it. Default: the listen address.
 	PublicURL string
+	// MetricsAddr, when set, is where the parley command serves /metrics,
+	// which the API listener then leaves out.
+	MetricsAddr string
 	// Twilio configures the twilio provider.
 	Twilio TwilioConfig
 	// Workers is how many deliveries run at once on a worker node; 0 means
@@ -82,6 +88,14 @@ type Config struct {
 	// WebhookAllowPrivate lets webhook endpoints use http:// and private,
 	// loopback and link-local addresses: development and tests only (D11).
 	WebhookAllowPrivate bool
+	// RateLimit is each credential's sustained requests per second and
+	// RateBurst its bucket (D13); 0 means 100 and 200, a negative RateLimit
+	// turns limiting off. Limits are per node.
+	RateLimit float64
+	RateBurst int
+	// NoReplayProtection accepts a signed write again within the clock
+	// skew window (D2): benchmarks and tests that resend identical requests.
+	NoReplayProtection bool
 	// SimDelay is how long the sim provider takes to report delivery; 0
 	// means 500 ms, a negative value means at once.
 	SimDelay time.Duration
@@ -104,6 +118,7 @@ type App struct {
 	Queue    *jobs.Queue
 	Bucket   *blob.Bucket
 	Service  *service.Service
+	Importer *service.Importer
 	Server   *httpapi.Server
 	Metrics  *metrics.Metrics
 	Provider delivery.Provider
@@ -112,6 +127,9 @@ type App struct {
 
 	stop context.CancelFunc
 	done chan struct{}
+
+	// tracer is nil unless OTEL_* variables turn tracing on.
+	tracer *sdktrace.TracerProvider
 }
 
 // Open opens the database (migrating it), the queue and the bucket, and
@@ -159,6 +177,8 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Service = service.New(a.DB, enq, a.Bucket, box, mac.Sum(nil))
 	a.Service.PhoneMode = mode
 	a.Service.MaxFileSize = cfg.MaxFileSize
+	a.Importer = service.NewImporter(a.Service, enq)
+	a.Importer.MaxSize = cfg.MaxImportSize
 	a.Metrics = metrics.New(a.DB)
 
 	var extra map[string]http.Handler
@@ -193,29 +213,59 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 
 	var wc *jobs.WorkerConfig
 	if cfg.Role != "api" {
-		wc = &jobs.WorkerConfig{Deliverer: a.Service, Webhooks: a.Service, Concurrency: cfg.Workers, RescueAfter: cfg.JobRescueAfter,
+		wc = &jobs.WorkerConfig{Deliverer: a.Service, Webhooks: a.Service, Purger: a.DB, Concurrency: cfg.Workers, RescueAfter: cfg.JobRescueAfter,
 			Logger: slog.New(slog.DiscardHandler)}
+	}
+	if wc != nil {
+		wc.Imports = a.Importer
 	}
 	if a.Queue, err = jobs.Open(a.DB.Writer(), a.DB.Engine(), wc); err != nil {
 		return nil, err
 	}
 	enq.q = a.Queue
+	a.Metrics.AddDBPools(a.DB.Pools())
+	if a.tracer, err = openTracing(ctx, os.Getenv, cfg.Logger); err != nil {
+		return nil, err
+	}
+	var trace func(http.Handler) http.Handler
+	if a.tracer != nil {
+		trace = traceRequests(a.tracer)
+	}
 	a.Server = httpapi.New(httpapi.Config{
 		Users: a.Service, Messages: a.Service, Files: a.Service, Brands: a.Service,
 		Credentials: a.Service, Media: a.Service, DB: a.DB,
-		Logger:        cfg.Logger,
-		Webhooks:      a.Service,
-		AdminService:  a.Service,
-		AdminToken:    cfg.AdminToken,
-		Metrics:       a.Metrics.Handler(),
-		ClockSkew:     cfg.ClockSkew,
-		Now:           cfg.Now,
-		MaxUploadBody: cfg.MaxFileSize + 1<<20, // room for the multipart framing
-		Unavailable:   store.IsUnavailable,
-		OpsOnly:       cfg.Role == "worker",
-		Extra:         extra,
+		RequestMetrics: a.Metrics, Trace: trace,
+		Logger:           cfg.Logger,
+		Webhooks:         a.Service,
+		AdminService:     a.Service,
+		AdminToken:       cfg.AdminToken,
+		Metrics:          a.apiMetrics(),
+		ClockSkew:        cfg.ClockSkew,
+		Now:              cfg.Now,
+		MaxUploadBody:    cfg.MaxFileSize + 1<<20, // room for the multipart framing
+		Imports:          a.Importer,
+		MaxImportBody:    cfg.MaxImportSize + 1<<20,
+		Unavailable:      store.IsUnavailable,
+		ReplayProtection: !cfg.NoReplayProtection,
+		Idempotency:      idempotencyStore{a.DB},
+		RateLimit:        max(0, cfg.RateLimit),
+		RateBurst:        cfg.RateBurst,
+		OpsOnly:          cfg.Role == "worker",
+		Extra:            extra,
 	})
 	return a, nil
+}
+
+// idempotencyStore gives the HTTP layer the store's idempotency keys.
+type idempotencyStore struct{ *store.DB }
+
+func (s idempotencyStore) ClaimIdempotencyKey(ctx context.Context, brandID int64, key string, hash []byte, lockedUntil, expires time.Time) (*httpapi.IdempotencyRecord, error) {
+	rec, err := s.DB.ClaimIdempotencyKey(ctx, brandID, key, hash, lockedUntil, expires)
+	if rec == nil || err != nil {
+		return nil, err
+	}
+	return &httpapi.IdempotencyRecord{RequestHash: rec.RequestHash, Done: rec.Done, Status: rec.Status,
+		ContentType: rec.ContentType, Body: rec.Body}, nil
 }
 
 // lateQueue forwards to the queue once it exists.
@@ -223,6 +273,14 @@ type lateQueue struct{ q *jobs.Queue }
 
 func (l *lateQueue) EnqueueDelivery(ctx context.Context, tx *sql.Tx, brandID, messageID int64) error {
 	return l.q.EnqueueDelivery(ctx, tx, brandID, messageID)
+}
+
+func (l *lateQueue) EnqueueImport(ctx context.Context, tx *sql.Tx, brandID, importID int64) error {
+	return l.q.EnqueueImport(ctx, tx, brandID, importID)
+}
+
+func (l *lateQueue) EnqueueWebhooks(ctx context.Context, tx *sql.Tx, brandID int64, eventIDs []string, endpointIDs []int64) error {
+	return l.q.EnqueueWebhooks(ctx, tx, brandID, eventIDs, endpointIDs)
 }
 
 func (l *lateQueue) EnqueueWebhook(ctx context.Context, tx *sql.Tx, brandID int64, eventID string, endpointID int64) error {
@@ -281,11 +339,21 @@ func OpenDB(ctx context.Context, dsn string, opt store.Options) (*store.DB, erro
 
 // Close releases everything Open acquired.
 func (a *App) Close() error {
+	if a.Server != nil {
+		a.Server.Wait() // responses still being stored for their idempotency keys
+	}
 	var errs []error
 	if a.stop != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		errs = append(errs, a.Stop(ctx))
 		cancel()
+	}
+	if a.tracer != nil {
+		// Flushes the spans still batched.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, a.tracer.Shutdown(ctx))
+		cancel()
+		a.tracer = nil
 	}
 	if a.Bucket != nil {
 		errs = append(errs, a.Bucket.Close())
@@ -309,6 +377,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.MaxFileSize == 0 {
 		cfg.MaxFileSize = service.DefaultMaxFileSize
 	}
+	if cfg.MaxImportSize == 0 {
+		cfg.MaxImportSize = service.DefaultMaxImportSize
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -320,6 +391,12 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = 200
+	}
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = 100
+	}
+	if cfg.RateBurst == 0 {
+		cfg.RateBurst = 200
 	}
 	return cfg
 }

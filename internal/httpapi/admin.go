@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley"
 )
@@ -18,6 +19,7 @@ type Admin interface {
 	CreateCredential(ctx context.Context, brandID int64) (*parley.Credential, error)
 	ListCredentials(ctx context.Context, brandID int64) ([]*parley.Credential, error)
 	RevokeCredential(ctx context.Context, username string) error
+	RotateCredential(ctx context.Context, username string, grace time.Duration) (newCred, old *parley.Credential, err error)
 	CreateCustomField(ctx context.Context, f *parley.CustomField) error
 	ListCustomFields(ctx context.Context, brandID int64) ([]*parley.CustomField, error)
 	DeleteCustomField(ctx context.Context, brandID, id int64) error
@@ -36,6 +38,7 @@ func (s *Server) adminRoutes() []route {
 		{"POST", a + "/brands/{brand_id}/credentials", s.admin(s.adminCreateCredential)},
 		{"GET", a + "/brands/{brand_id}/credentials", s.admin(s.adminListCredentials)},
 		{"DELETE", a + "/credentials/{username}", s.admin(s.adminRevokeCredential)},
+		{"POST", a + "/credentials/{username}/rotate", s.admin(s.adminRotateCredential)},
 		{"POST", a + "/brands/{brand_id}/custom_data_fields", s.admin(s.adminCreateField)},
 		{"GET", a + "/brands/{brand_id}/custom_data_fields", s.admin(s.adminListFields)},
 		{"DELETE", a + "/brands/{brand_id}/custom_data_fields/{field_id}", s.admin(s.adminDeleteField)},
@@ -166,6 +169,32 @@ func (s *Server) adminRevokeCredential(w http.ResponseWriter, r *http.Request, _
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"username": username, "revoked": true})
+	return nil
+}
+
+// adminRotateCredential issues a new credential and keeps the old one
+// working for grace_seconds (default 24 h).
+func (s *Server) adminRotateCredential(w http.ResponseWriter, r *http.Request, body []byte) error {
+	var in struct {
+		GraceSeconds *int64 `json:"grace_seconds"`
+	}
+	if len(body) > 0 {
+		if err := decodeJSON(body, &in, nil); err != nil {
+			return err
+		}
+	}
+	var grace time.Duration
+	if in.GraceSeconds != nil {
+		if *in.GraceSeconds < 1 || *in.GraceSeconds > 30*24*3600 {
+			return parley.FieldError(parley.EValidation, "grace_seconds", "must be between 1 and 2592000 (30 days)")
+		}
+		grace = time.Duration(*in.GraceSeconds) * time.Second
+	}
+	c, old, err := s.AdminService.RotateCredential(r.Context(), r.PathValue("username"), grace)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"credential": c, "old": old})
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/apitest"
@@ -123,5 +124,43 @@ func TestAdminAPIAuthAndValidation(t *testing.T) {
 	plain := apitest.New(t)
 	if st, _ := admDo(t, plain, admTok, "GET", "/brands", nil); st != 404 {
 		t.Errorf("admin API without a token: %d, want 404", st)
+	}
+}
+
+// TestAdminRotateCredential: POST /admin/v1/credentials/{username}/rotate
+// issues a new credential and schedules the old one's end (issue #6).
+func TestAdminRotateCredential(t *testing.T) {
+	e := admEnv(t)
+	status, body := admDo(t, e, admTok, "POST", "/credentials/"+e.CredA.Username+"/rotate", map[string]any{"grace_seconds": 0})
+	if status != 422 {
+		t.Errorf("grace_seconds 0: %d %v, want 422", status, body)
+	}
+	status, body = admDo(t, e, admTok, "POST", "/credentials/pk_nobody/rotate", nil)
+	if status != 404 {
+		t.Errorf("unknown username: %d %v, want 404", status, body)
+	}
+	status, body = admDo(t, e, admTok, "POST", "/credentials/"+e.CredA.Username+"/rotate", map[string]any{"grace_seconds": 60})
+	if status != 200 {
+		t.Fatalf("rotate: %d %v", status, body)
+	}
+	c, _ := body["credential"].(map[string]any)
+	old, _ := body["old"].(map[string]any)
+	if c["secret"] == "" || c["secret"] == nil || old["username"] != e.CredA.Username {
+		t.Fatalf("rotate answered %v", body)
+	}
+	want := parley.NewTime(e.Now().Add(time.Minute)).Format(parley.TimeFormat)
+	if old["revoked_at"] != want {
+		t.Errorf("old revoked_at %v, want %s", old["revoked_at"], want)
+	}
+	fresh := e.Client(c["username"].(string), c["secret"].(string))
+	if _, err := fresh.GetBrand(e.Ctx); err != nil {
+		t.Errorf("new credential: %v", err)
+	}
+	if _, err := e.A.GetBrand(e.Ctx); err != nil {
+		t.Errorf("old credential in its grace period: %v", err)
+	}
+	e.Advance(time.Minute)
+	if _, err := e.A.GetBrand(e.Ctx); err == nil {
+		t.Error("old credential works after its grace period")
 	}
 }

@@ -19,6 +19,7 @@ const (
 	noBody        bodyMode = iota // read (bounded) only to check a digest that was sent
 	jsonBody                      // application/json, held in memory, at most MaxJSONBody
 	multipartBody                 // multipart/form-data, spooled to a temp file
+	importBody                    // multipartBody bounded by MaxImportBody: a CSV import
 )
 
 // request is what an authenticated handler receives.
@@ -26,6 +27,7 @@ type request struct {
 	brandID int64
 	body    []byte   // jsonBody, noBody
 	upload  *os.File // multipartBody: the whole raw body, digest checked
+	signed  *parley.SignedWrite
 }
 
 type apiHandler func(w http.ResponseWriter, r *http.Request, req *request) error
@@ -49,8 +51,12 @@ func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
 			if info := infoFrom(r.Context()); info != nil {
 				info.brandID = req.brandID
 			}
-			r = r.WithContext(parley.NewContextWithBrand(r.Context(), req.brandID))
-			err = h(w, r, req)
+			ctx := parley.NewContextWithBrand(r.Context(), req.brandID)
+			if req.signed != nil {
+				ctx = parley.NewContextWithSignedWrite(ctx, req.signed)
+			}
+			r = r.WithContext(ctx)
+			err = s.idempotent(w, r, req, h)
 		}
 		if err != nil {
 			s.writeError(w, r, err)
@@ -76,6 +82,11 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, mode bodyM
 	if err := s.verifier.VerifyHeaders(r.Method, signing.RequestTarget(r), r.Header, secret, found); err != nil {
 		return nil, err
 	}
+	// Limited only once the credential is proven: a forger cannot spend
+	// another credential's tokens.
+	if err := s.limits.take(w, username); err != nil {
+		return nil, err
+	}
 	req := &request{brandID: brandID}
 
 	switch mode {
@@ -93,15 +104,22 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, mode bodyM
 			return nil, err
 		}
 		req.body = body
-	case multipartBody:
+	case multipartBody, importBody:
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "multipart/form-data" {
 			return nil, badRequest("Content-Type must be multipart/form-data with a part named file")
 		}
-		if req.upload, err = s.spool(w, r); err != nil {
+		limit := s.MaxUploadBody
+		if mode == importBody {
+			limit = s.MaxImportBody
+		}
+		if req.upload, err = s.spool(w, r, limit); err != nil {
 			return req, err
 		}
 	}
+	// The request is now fully verified: the body matches its digest.
+	req.signed = s.signedWrite(r, username)
+	s.Credentials.CredentialUsed(r.Context(), username)
 	return req, nil
 }
 
@@ -128,20 +146,20 @@ func tooLarge(limit int64) *parley.Error {
 // spool copies an upload body to a temp file while hashing it, so neither
 // the body nor the file is held in memory and nothing is stored before the
 // digest matches (D2, D9).
-func (s *Server) spool(w http.ResponseWriter, r *http.Request) (*os.File, error) {
-	if r.ContentLength > s.MaxUploadBody {
-		return nil, tooLarge(s.MaxUploadBody)
+func (s *Server) spool(w http.ResponseWriter, r *http.Request, limit int64) (*os.File, error) {
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
 	}
 	f, err := os.CreateTemp(s.TempDir, "parley-upload-*")
 	if err != nil {
 		return nil, err
 	}
 	d := signing.NewDigester()
-	_, err = io.Copy(io.MultiWriter(f, d), http.MaxBytesReader(w, r.Body, s.MaxUploadBody))
+	_, err = io.Copy(io.MultiWriter(f, d), http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		err = tooLarge(s.MaxUploadBody)
+		err = tooLarge(limit)
 	case err != nil:
 		err = badRequest("could not read the request body")
 	default:

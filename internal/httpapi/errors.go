@@ -18,6 +18,7 @@ var statusOf = map[string]int{
 	parley.EMethodNotAllowed:     http.StatusMethodNotAllowed,
 	parley.EDuplicate:            http.StatusConflict,
 	parley.EIdempotencyReused:    http.StatusConflict,
+	parley.EIdempotencyInUse:     http.StatusConflict,
 	parley.EPayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	parley.EUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	parley.EInvalidPhoneNumber:   http.StatusUnprocessableEntity,

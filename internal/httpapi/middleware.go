@@ -18,6 +18,7 @@ type infoKey struct{}
 type requestInfo struct {
 	id      string
 	brandID int64
+	pattern string // the ServeMux pattern that served it, for metrics
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -67,6 +68,10 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-Id", id)
 		info := &requestInfo{id: id}
 		sw := &statusWriter{ResponseWriter: w}
+		if s.RequestMetrics != nil {
+			s.RequestMetrics.RequestStarted()
+			defer s.requestDone(info, r.Method, sw, start)
+		}
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), infoKey{}, info)))
 		s.logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
 			slog.String("method", r.Method),

@@ -41,6 +41,7 @@ var creations = map[string]bool{
 	"POST /api/v1/messages": true,
 	"POST /api/v1/files":    true,
 	"POST /api/v1/webhooks": true,
+	"POST /api/v1/imports":  true,
 }
 
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -358,7 +359,10 @@ func TestOpenAPIErrors(t *testing.T) {
 		_, path, _ := strings.Cut(o.key, " ")
 		var want []string
 		if strings.HasPrefix(path, "/api/v1/") && path != "/api/v1/openapi.json" {
-			want = append(want, "400", "401", "413", "500") // authenticate, readBody
+			want = append(want, "400", "401", "413", "429", "500") // authenticate, readBody, rate limit (D13)
+			if strings.HasPrefix(o.key, "POST ") {
+				want = append(want, "409") // Idempotency-Key reused or in use (D13)
+			}
 		}
 		if pathIDs.MatchString(path) || o.op["requestBody"] != nil {
 			want = append(want, "422") // pathID, unknown members
@@ -395,6 +399,7 @@ func TestOpenAPIParameters(t *testing.T) {
 		"message_id":  {"type": "integer", "minimum": 1.0}, // pathID
 		"webhook_id":  {"type": "integer", "minimum": 1.0}, // pathID
 		"delivery_id": {"type": "integer", "minimum": 1.0}, // pathID
+		"import_id":   {"type": "integer", "minimum": 1.0}, // pathID
 		"file_id":     {"type": "string", "format": "uuid"},
 	}
 	// The query parameters each handler reads, and whether it requires them.
@@ -403,6 +408,7 @@ func TestOpenAPIParameters(t *testing.T) {
 		"GET /api/v1/messages":                         {"user_id": false, "limit": false, "cursor": false},
 		"GET /media/{file_id}":                         {"brand": true, "expires": true, "sig": true},
 		"GET /api/v1/webhooks/{webhook_id}/deliveries": {"limit": false, "cursor": false},
+		"GET /api/v1/imports":                          {"limit": false, "cursor": false},
 	}
 	braces := regexp.MustCompile(`\{([^}]*)\}`)
 	for _, o := range oaOperations(t, doc) {
@@ -416,6 +422,7 @@ func TestOpenAPIParameters(t *testing.T) {
 		}
 		gotPath := map[string]bool{}
 		gotQuery := map[string]bool{}
+		gotHeader := map[string]bool{}
 		for _, p := range params {
 			pm := deref(t, doc, p)
 			name, _ := pm["name"].(string)
@@ -439,6 +446,7 @@ func TestOpenAPIParameters(t *testing.T) {
 			case "query":
 				gotQuery[name] = pm["required"] == true
 			case "header":
+				gotHeader[name] = true
 			default:
 				t.Errorf("%s: parameter %s in %v", o.key, name, pm["in"])
 			}
@@ -450,6 +458,9 @@ func TestOpenAPIParameters(t *testing.T) {
 		sort.Strings(wantPath)
 		if d := diff(sortedKeys(gotPath), wantPath); d != "" {
 			t.Errorf("%s: path parameters: %s", o.key, d)
+		}
+		if strings.HasPrefix(o.key, "POST /api/v1/") && !gotHeader["Idempotency-Key"] {
+			t.Errorf("%s: no Idempotency-Key header parameter (D13)", o.key)
 		}
 		wantQuery := query[o.key]
 		if d := diff(sortedKeys(gotQuery), sortedKeys(wantQuery)); d != "" {
@@ -677,6 +688,8 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		{"WebhookDelivery", parley.WebhookDelivery{}, parley.WebhookDelivery{}},
 		{"WebhookDeliveryPage", listPage[*parley.WebhookDelivery]{}, listPage[*parley.WebhookDelivery]{}},
 		{"Event", parley.Event{}, parley.Event{}},
+		{"Import", parley.Import{}, parley.Import{}},
+		{"ImportPage", listPage[*parley.Import]{}, listPage[*parley.Import]{}},
 		{"Error", errorBody{Detail: errorDetail{Field: "x"}}, errorBody{}},
 		{"Error/properties/detail", errorDetail{Field: "x"}, errorDetail{}},
 	}
@@ -729,6 +742,11 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		"GET /api/v1/webhooks/{webhook_id}/deliveries":                      {value: listPage[*parley.WebhookDelivery]{}},
 		"POST /api/v1/webhooks/{webhook_id}/test":                           {value: parley.Event{}},
 		"POST /api/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry": {value: parley.WebhookDelivery{}},
+
+		"POST /api/v1/imports":                   {value: parley.Import{}},
+		"GET /api/v1/imports":                    {value: listPage[*parley.Import]{}},
+		"GET /api/v1/imports/{import_id}":        {value: parley.Import{}},
+		"GET /api/v1/imports/{import_id}/errors": {media: "text/csv"},
 	}
 	for _, rt := range testServer().routeTable() {
 		if _, ok := results[rt.method+" "+rt.path]; !ok {
@@ -756,9 +774,9 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 				t.Errorf("%s: media types differ from the accepted types (D9): %s", o.key, d)
 			}
 			continue
-		case "text/plain":
-			if _, ok := content["text/plain"]; !ok || len(content) != 1 {
-				t.Errorf("%s: want text/plain only, got %v", o.key, sortedKeys(content))
+		case "text/plain", "text/csv":
+			if _, ok := content[want.media]; !ok || len(content) != 1 {
+				t.Errorf("%s: want %s only, got %v", o.key, want.media, sortedKeys(content))
 			}
 			continue
 		}
@@ -817,7 +835,7 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 	}
 	for _, o := range oaOperations(t, doc) {
 		rb, has := o.op["requestBody"]
-		if o.key == "POST /api/v1/files" {
+		if o.key == "POST /api/v1/files" || o.key == "POST /api/v1/imports" {
 			if !has {
 				t.Errorf("%s: no requestBody", o.key)
 				continue

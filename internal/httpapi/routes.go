@@ -38,6 +38,11 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/files", s.authed(multipartBody, s.uploadFile)},
 		{"GET", v1 + "/files/{file_id}", s.authed(noBody, s.getFile)},
 
+		{"POST", v1 + "/imports", s.authed(importBody, s.createImport)},
+		{"GET", v1 + "/imports", s.authed(noBody, s.listImports)},
+		{"GET", v1 + "/imports/{import_id}", s.authed(noBody, s.getImport)},
+		{"GET", v1 + "/imports/{import_id}/errors", s.authed(noBody, s.importErrors)},
+
 		{"POST", v1 + "/webhooks", s.authed(jsonBody, s.createWebhook)},
 		{"GET", v1 + "/webhooks", s.authed(noBody, s.listWebhooks)},
 		{"GET", v1 + "/webhooks/{webhook_id}", s.authed(noBody, s.getWebhook)},

@@ -14,7 +14,7 @@ import (
 // routeSigned sends a request signed as brand A, with extra headers.
 func routeSigned(t *testing.T, e *apitest.Env, method, target string, body []byte, extra http.Header) authResp {
 	t.Helper()
-	h := authHeaders(e.CredA.Username, e.CredA.Secret, method, target, body, e.Now())
+	h := authHeaders(e.CredA.Username, e.CredA.Secret, method, target, body, e.ClientNow()) // a new date per request: replay protection (D2)
 	for k, vs := range extra {
 		h[k] = vs
 	}

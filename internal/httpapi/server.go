@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -40,6 +41,11 @@ type Config struct {
 	Logger      *slog.Logger
 	// Metrics serves /metrics; nil leaves the route out.
 	Metrics http.Handler
+	// RequestMetrics observes every request; nil observes none.
+	RequestMetrics RequestMetrics
+	// Trace wraps the router to trace requests (OpenTelemetry's otelhttp);
+	// the router sets Pattern on the *Request it passes in. Nil traces nothing.
+	Trace func(http.Handler) http.Handler
 
 	// ClockSkew is the accepted x-date drift (D2); 0 means 300 s.
 	ClockSkew time.Duration
@@ -49,6 +55,10 @@ type Config struct {
 	MaxJSONBody int64
 	// MaxUploadBody bounds a whole multipart upload body; 0 means 6 MiB.
 	MaxUploadBody int64
+	// Imports serves the CSV imports under /imports (issue #7).
+	Imports parley.ImportService
+	// MaxImportBody bounds a whole import upload body; 0 means 101 MiB.
+	MaxImportBody int64
 	// TempDir holds upload bodies while their digest is checked; "" means os.TempDir.
 	TempDir string
 	// Unavailable reports errors that mean the database cannot answer now;
@@ -66,6 +76,17 @@ type Config struct {
 	// RequestTimeout bounds the work of one API request, so a database
 	// that stops answering yields a 503 instead of a hang; 0 means 15 s.
 	RequestTimeout time.Duration
+
+	// ReplayProtection makes a signed write run once (D2): its signature is
+	// recorded with its change, and a copy fails as replayed.
+	ReplayProtection bool
+	// Idempotency stores responses to Idempotency-Key requests (D13);
+	// nil ignores the header.
+	Idempotency IdempotencyStore
+	// RateLimit is each credential's sustained requests per second and
+	// RateBurst its bucket size (D13); RateLimit 0 turns limiting off.
+	RateLimit float64
+	RateBurst int
 }
 
 // Server is the HTTP API.
@@ -74,7 +95,14 @@ type Server struct {
 	logger   *slog.Logger
 	verifier signing.Verifier
 	handler  http.Handler
+	limits   *limiter
+	// background counts work that outlives its request (Wait waits for it).
+	background sync.WaitGroup
 }
+
+// Wait waits for the work requests left running, such as storing an
+// idempotent response; call it after the HTTP server has shut down.
+func (s *Server) Wait() { s.background.Wait() }
 
 // New returns a Server; Handler gives its http.Handler.
 func New(cfg Config) *Server {
@@ -88,13 +116,31 @@ func New(cfg Config) *Server {
 	if s.MaxUploadBody == 0 {
 		s.MaxUploadBody = 6 << 20
 	}
+	if s.MaxImportBody == 0 {
+		s.MaxImportBody = 101 << 20
+	}
 	if s.RequestTimeout == 0 {
 		s.RequestTimeout = 15 * time.Second
 	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.ClockSkew <= 0 {
+		s.ClockSkew = signing.DefaultSkew
+	}
+	s.limits = newLimiter(s.RateLimit, s.RateBurst, s.Now)
 	s.verifier = signing.Verifier{Skew: cfg.ClockSkew, Now: cfg.Now}
 	mux := http.NewServeMux()
 	s.routes(mux)
-	s.handler = s.withRequestLog(s.withRecover(mux))
+	var h http.Handler = mux
+	if s.RequestMetrics != nil {
+		h = withPattern(h)
+	}
+	h = s.withRecover(h)
+	if s.Trace != nil {
+		h = s.Trace(h) // outside withRecover, so a span sees its panic's 500
+	}
+	s.handler = s.withRequestLog(h)
 	return s
 }
 

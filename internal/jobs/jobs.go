@@ -76,6 +76,10 @@ type WebhookDeliverer interface {
 type WorkerConfig struct {
 	Deliverer Deliverer
 	Webhooks  WebhookDeliverer
+	// Purger, when set, is run every PurgeInterval.
+	Purger Purger
+	// Imports, when set, runs CSV imports of users.
+	Imports ImportRunner
 	// Concurrency is how many deliveries run at once on this node.
 	Concurrency int
 	// RescueAfter is how long a job may run before another node or a
@@ -119,6 +123,10 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &deliverWorker{d: w.Deliverer})
 		river.AddWorker(workers, &webhookWorker{d: w.Webhooks, busy: map[int64]int{}})
+		if w.Purger != nil {
+			river.AddWorker(workers, &purgeWorker{p: w.Purger, logger: cmp.Or(w.Logger, slog.New(slog.DiscardHandler))})
+			cfg.PeriodicJobs = append(cfg.PeriodicJobs, purgeJob())
+		}
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: max(1, w.Concurrency)},
@@ -130,6 +138,9 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 		cfg.FetchPollInterval = cmp.Or(w.PollInterval, 50*time.Millisecond)
 		cfg.FetchCooldown = 5 * time.Millisecond
 		cfg.Logger = w.Logger
+		if w.Imports != nil {
+			addImports(workers, cfg, w.Imports)
+		}
 	}
 	c, err := river.NewClient(driver(db, engine), cfg)
 	if err != nil {

@@ -1,5 +1,6 @@
 // Package metrics holds Parley's Prometheus metrics: one registry per
-// process with the Go runtime, the delivery pipeline and the job queue.
+// process with the Go runtime, HTTP requests, the database pools, the
+// delivery pipeline and the job queue.
 package metrics
 
 import (
@@ -28,6 +29,7 @@ type Metrics struct {
 	providerSeconds *prometheus.HistogramVec
 	retries         prometheus.Counter
 	webhookAttempts *prometheus.HistogramVec
+	requests        *requests
 }
 
 // New registers every collector; queue may be nil.
@@ -47,6 +49,7 @@ func New(queue QueueStats) *Metrics {
 			Name: "parley_delivery_retries_total",
 			Help: "Delivery attempts that failed temporarily and will be retried.",
 		}),
+		requests: newRequests(),
 	}
 	m.webhookAttempts = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "parley_webhook_attempt_seconds",
@@ -54,6 +57,7 @@ func New(queue QueueStats) *Metrics {
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15},
 	}, []string{"outcome"})
 	m.Registry.MustRegister(m.transitions, m.providerSeconds, m.retries, m.webhookAttempts,
+		m.requests.total, m.requests.seconds, m.requests.inFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queue != nil {
 		m.Registry.MustRegister(&queueCollector{stats: queue})

@@ -156,21 +156,13 @@ func (s *Service) FindMessageByID(ctx context.Context, brandID, id int64) (*parl
 // ListMessages implements parley.MessageService. The cursor is opaque to
 // callers; it encodes the last id of the page.
 func (s *Service) ListMessages(ctx context.Context, brandID int64, f parley.MessageFilter) ([]*parley.Message, string, error) {
-	if f.Limit == 0 {
-		f.Limit = DefaultPageSize
+	limit, before, err := pageArgs(f.Limit, f.Cursor)
+	if err != nil {
+		return nil, "", err
 	}
-	if f.Limit < 1 || f.Limit > MaxPageSize {
-		return nil, "", invalid("limit", "must be between 1 and "+strconv.Itoa(MaxPageSize))
-	}
+	f.Limit = limit
 	if f.UserID < 0 {
 		return nil, "", invalid("user_id", "must be an integer ≥ 1")
-	}
-	var before int64
-	if f.Cursor != "" {
-		var ok bool
-		if before, ok = decodeCursor(f.Cursor); !ok {
-			return nil, "", invalid("cursor", "is not a cursor this API returned")
-		}
 	}
 	msgs, err := s.db.ListMessages(ctx, brandID, f.UserID, before, f.Limit+1)
 	if err != nil {
@@ -182,6 +174,25 @@ func (s *Service) ListMessages(ctx context.Context, brandID int64, f parley.Mess
 		next = encodeCursor(msgs[len(msgs)-1].ID)
 	}
 	return msgs, next, nil
+}
+
+// pageArgs checks a list's limit (0 means the default) and decodes its
+// cursor into the id the page starts before (0 for the first page).
+func pageArgs(limit int, cursor string) (int, int64, error) {
+	if limit == 0 {
+		limit = DefaultPageSize
+	}
+	if limit < 1 || limit > MaxPageSize {
+		return 0, 0, invalid("limit", "must be between 1 and "+strconv.Itoa(MaxPageSize))
+	}
+	var before int64
+	if cursor != "" {
+		var ok bool
+		if before, ok = decodeCursor(cursor); !ok {
+			return 0, 0, invalid("cursor", "is not a cursor this API returned")
+		}
+	}
+	return limit, before, nil
 }
 
 func encodeCursor(id int64) string {

@@ -247,18 +247,9 @@ func (s *Service) ListWebhookDeliveries(ctx context.Context, brandID, id int64, 
 	if _, err := s.FindWebhook(ctx, brandID, id); err != nil {
 		return nil, "", err
 	}
-	if limit == 0 {
-		limit = DefaultPageSize
-	}
-	if limit < 1 || limit > MaxPageSize {
-		return nil, "", invalid("limit", "must be between 1 and "+strconv.Itoa(MaxPageSize))
-	}
-	var before int64
-	if cursor != "" {
-		var ok bool
-		if before, ok = decodeCursor(cursor); !ok {
-			return nil, "", invalid("cursor", "is not a cursor this API returned")
-		}
+	limit, before, err := pageArgs(limit, cursor)
+	if err != nil {
+		return nil, "", err
 	}
 	ds, err := s.db.ListWebhookDeliveries(ctx, brandID, id, before, limit+1)
 	if err != nil {
@@ -307,14 +298,20 @@ func (s *Service) RetryWebhookDelivery(ctx context.Context, brandID, id, deliver
 
 // writeEvent appends an event to the outbox inside tx.
 func (s *Service) writeEvent(ctx context.Context, tx *store.Tx, brandID int64, typ string, data json.RawMessage) (*parley.Event, error) {
-	var b [12]byte
-	rand.Read(b[:])
-	ev := &parley.Event{ID: "evt_" + hex.EncodeToString(b[:]), Type: typ, CreatedAt: parley.Time{Time: tx.Now()}, Data: data}
-	payload, err := json.Marshal(ev)
+	ev, payload, err := newEvent(tx.Now(), typ, data)
 	if err != nil {
 		return nil, err
 	}
 	return ev, tx.InsertEvent(ctx, brandID, ev, payload)
+}
+
+// newEvent builds an event with a new id, and its payload as delivered.
+func newEvent(now time.Time, typ string, data json.RawMessage) (*parley.Event, []byte, error) {
+	var b [12]byte
+	rand.Read(b[:])
+	ev := &parley.Event{ID: "evt_" + hex.EncodeToString(b[:]), Type: typ, CreatedAt: parley.Time{Time: now}, Data: data}
+	payload, err := json.Marshal(ev)
+	return ev, payload, err
 }
 
 // emit records an event of a change in the change's transaction and queues

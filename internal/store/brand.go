@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parleyhq/parley"
 )
@@ -124,19 +125,6 @@ func (db *DB) ListCredentials(ctx context.Context, brandID int64) ([]*Credential
 	return out, rows.Err()
 }
 
-// RevokeCredential marks the credential revoked; ErrNotFound when there is
-// no such live credential.
-func (tx *Tx) RevokeCredential(ctx context.Context, username string) error {
-	res, err := tx.exec(ctx, `UPDATE credentials SET revoked_at = ? WHERE username = ? AND revoked_at IS NULL`, micros(tx.now), username)
-	if err != nil {
-		return fmt.Errorf("store: revoke credential: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
-	}
-	return nil
-}
-
 func scanCredential(scan func(...any) error) (*CredentialRecord, error) {
 	var c CredentialRecord
 	var created int64
@@ -165,4 +153,32 @@ func toNullTime(t *parley.Time) sql.NullInt64 {
 		return sql.NullInt64{}
 	}
 	return sql.NullInt64{Int64: micros(t.Time), Valid: true}
+}
+
+// RevokeCredentialAt makes a live credential stop working at t: now for a
+// revocation, later for the grace period of a rotation. A credential that
+// already stops sooner keeps its earlier time. ErrNotFound when there is no
+// such live credential.
+func (tx *Tx) RevokeCredentialAt(ctx context.Context, username string, t time.Time) error {
+	res, err := tx.exec(ctx, `UPDATE credentials SET revoked_at = ?
+		WHERE username = ? AND (revoked_at IS NULL OR revoked_at > ?)`, micros(t), username, micros(t))
+	if err != nil {
+		return fmt.Errorf("store: revoke credential: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// TouchCredential records that the credential signed a request at t.
+func (db *DB) TouchCredential(ctx context.Context, username string, t time.Time) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		_, err := tx.exec(ctx, `UPDATE credentials SET last_used_at = ?
+			WHERE username = ? AND (last_used_at IS NULL OR last_used_at < ?)`, micros(t), username, micros(t))
+		if err != nil {
+			return fmt.Errorf("store: touch credential: %w", err)
+		}
+		return nil
+	})
 }

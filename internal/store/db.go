@@ -28,6 +28,8 @@ import (
 	"github.com/pressly/goose/v3"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/parleyhq/parley"
 )
 
 //go:embed migrations
@@ -47,7 +49,8 @@ type DB struct {
 
 	readStmts  stmtCache
 	writeStmts stmtCache
-	rebound    sync.Map // query → query with the engine's placeholders
+	rebound    sync.Map    // query → query with the engine's placeholders
+	group      groupCommit // small writes of signed requests, committed together
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -163,6 +166,7 @@ func newDB(write, read *sql.DB, engine string) *DB {
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	db.stopGroup()
 	db.readStmts.close()
 	db.writeStmts.close()
 	if db.read == db.write {
@@ -177,6 +181,15 @@ func (db *DB) Engine() string { return db.engine }
 // Writer is the pool transactions run on; the job queue shares it so a
 // change and its jobs commit together.
 func (db *DB) Writer() *sql.DB { return db.write }
+
+// Pools names the connection pools for their metrics: "writer" and "reader"
+// on SQLite, the one "postgres" pool on PostgreSQL.
+func (db *DB) Pools() map[string]*sql.DB {
+	if db.read == db.write {
+		return map[string]*sql.DB{db.engine: db.write}
+	}
+	return map[string]*sql.DB{"writer": db.write, "reader": db.read}
+}
 
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
@@ -236,12 +249,22 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 		return fmt.Errorf("store: begin: %w", err)
 	}
 	tx := &Tx{tx: sqlTx, now: db.Now().UTC().Truncate(time.Microsecond), stmts: &db.writeStmts, db: db}
+	sw := parley.SignedWriteFromContext(ctx)
+	if sw != nil && !sw.Recorded() {
+		if err := tx.recordSignature(ctx, sw); err != nil {
+			sqlTx.Rollback()
+			return err
+		}
+	}
 	if err := fn(tx); err != nil {
 		sqlTx.Rollback()
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
+	}
+	if sw != nil {
+		sw.MarkRecorded()
 	}
 	return nil
 }

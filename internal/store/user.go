@@ -29,7 +29,7 @@ const (
 
 // hotWrites are prepared on the writer once migrations have run.
 var hotWrites = append([]string{qUserByID, qUserByPhone, qInsertUser, qUpdateUser, qInsertMessage, qMarkSending},
-	transitionQueries()...)
+	append(transitionQueries(), hardeningWrites...)...)
 
 // FindUserByID returns a user of the brand that is not deleted, or ErrNotFound.
 func (db *DB) FindUserByID(ctx context.Context, brandID, id int64) (*parley.User, error) {
@@ -77,6 +77,13 @@ func (tx *Tx) InsertUser(ctx context.Context, u *parley.User) error {
 // transaction: one round trip instead of three on PostgreSQL. It dates the
 // user with the database clock.
 func (db *DB) InsertUser(ctx context.Context, u *parley.User) error {
+	if sw := parley.SignedWriteFromContext(ctx); sw != nil && !sw.Recorded() {
+		// The signature commits with the user (D2), so a transaction it is.
+		return db.WithTx(ctx, func(tx *Tx) error {
+			u.DateCreated, u.DateLastUpdated = parley.Time{Time: tx.now}, parley.Time{Time: tx.now}
+			return tx.InsertUser(ctx, u)
+		})
+	}
 	now := db.Now().UTC().Truncate(time.Microsecond)
 	u.DateCreated, u.DateLastUpdated = parley.Time{Time: now}, parley.Time{Time: now}
 	return insertUser(ctx, func(ctx context.Context, q string, args ...any) (*sql.Row, error) {
@@ -133,6 +140,15 @@ func (tx *Tx) UpdateUser(ctx context.Context, u *parley.User) error {
 }
 
 func scanUser(row *sql.Row) (*parley.User, error) {
+	u, err := scanUserFrom(row.Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return u, err
+}
+
+// scanUserFrom scans a user from any row source: a *sql.Row or *sql.Rows.
+func scanUserFrom(scan func(...any) error) (*parley.User, error) {
 	var (
 		u                                   parley.User
 		first, last, email, dob, channel    sql.NullString
@@ -141,12 +157,9 @@ func scanUser(row *sql.Row) (*parley.User, error) {
 		consent                             sql.NullBool
 		created, updated                    int64
 	)
-	err := row.Scan(&u.ID, &u.BrandID, &u.PhoneNumber, &first, &last, &email, &dob,
+	err := scan(&u.ID, &u.BrandID, &u.PhoneNumber, &first, &last, &email, &dob,
 		&consent, &postal, &city, &county, &state, &stCode, &customData, &channel,
 		&u.IsDeleted, &created, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
 		return nil, fmt.Errorf("store: scan user: %w", err)
 	}

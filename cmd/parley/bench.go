@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/bench"
+)
+
+// benchChild builds a child process running this binary with args; the
+// server of `bench --self`. Tests replace it, since their binary is the
+// test binary.
+var benchChild = func(args []string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = bench.ChildEnv(os.Environ())
+	return cmd, nil
+}
+
+func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	// The ceiling scenario's server: hidden, started by --self.
+	if len(args) > 0 && args[0] == "--serve-trivial" {
+		addr := "127.0.0.1:0"
+		if len(args) > 1 {
+			addr = args[1]
+		}
+		return bench.ServeTrivial(ctx, addr, stdout)
+	}
+	fs := newFlags("bench")
+	scenario := fs.String("scenario", bench.ScenarioMixed, "create-users, lookup, update, send, mixed (70 % reads, 25 % writes, 5 % sends), or ceiling (a trivial net/http handler; with --self)")
+	duration := fs.Duration("duration", 20*time.Second, "length of the timed run (seeding users before it is not timed)")
+	concurrency := fs.Int("concurrency", 64, "connections, and so requests in flight at most")
+	rate := fs.Float64("rate", 0, "open loop: requests per second on a fixed schedule, latency counted from each request's due time; 0 runs closed loop (each connection sends when answered)")
+	users := fs.Int("users", 1000, "users created before the run for lookup, update, send and mixed")
+	hardening := fs.Bool("hardening", false, "send an Idempotency-Key on every POST, and with --self run the server with its replay cache and rate limiter on (at a limit never reached); without it, a --self server runs with all three off")
+	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
+	self := fs.Bool("self", false, "start a server of its own, as a child process on a temporary database, and stop it at the end")
+	db := fs.String("db", "", "with --self: a postgres:// URL, in which the run creates a schema of its own and drops it at the end (default: a temporary SQLite database; PARLEY_DB is not read here, so a run never loads a real database by accident)")
+	urlFlag := stringFlag(fs, getenv, "url", "", "server to load, without --self (default: the dev credentials' URL)")
+	username := stringFlag(fs, getenv, "username", "", "credential that signs, without --self (default: the dev credentials)")
+	secret := stringFlag(fs, getenv, "secret", "", "its secret (default: the dev credentials)")
+	dataDir := stringFlag(fs, getenv, "data-dir", app.DefaultDataDir, "where the dev credentials are")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: parley bench --self [--db postgres://…] | --url URL [--username U --secret S]\n"+
+			"                    [--scenario S] [--duration 20s] [--concurrency 64] [--rate N] [--hardening] [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
+	}
+	o := bench.Options{Scenario: *scenario, Duration: *duration, Concurrency: *concurrency, Rate: *rate,
+		Users: *users, Hardening: *hardening, Progress: stderr, ProgressTTY: isTerminal(stderr)}
+	if err := o.Check(); err != nil {
+		return err
+	}
+	target := "self"
+	if *self {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if set["url"] || set["username"] || set["secret"] {
+			return errors.New("bench: --self starts its own server; --url, --username and --secret are for another")
+		}
+		srv, err := bench.StartServer(ctx, bench.ServerOptions{Command: benchChild, DB: *db,
+			Trivial: *scenario == bench.ScenarioCeiling, Hardening: *hardening})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		o.URL, o.Username, o.Secret, o.Server = srv.URL, srv.Username, srv.Secret, srv
+		fmt.Fprintf(stderr, "started a %s server on %s (pid %d)\n", srv.Engine, srv.URL, srv.PID())
+	} else {
+		if *scenario == bench.ScenarioCeiling {
+			return errors.New("bench: the ceiling scenario needs --self")
+		}
+		if *db != "" {
+			return errors.New("bench: --db goes with --self; without it, bench loads the server at --url")
+		}
+		o.URL, o.Username, o.Secret = *urlFlag, *username, *secret
+		if o.URL == "" || o.Username == "" || o.Secret == "" {
+			creds, err := readDevCredentials(filepath.Join(*dataDir, devCredentialsFile))
+			if err != nil && (o.Username == "" || o.Secret == "") {
+				return fmt.Errorf("bench: give --self, or --username and --secret (PARLEY_USERNAME, PARLEY_SECRET), or run `parley serve` once to create %s: %w",
+					filepath.Join(*dataDir, devCredentialsFile), err)
+			}
+			if o.Username == "" || o.Secret == "" {
+				o.Username, o.Secret = creds.Username, creds.Secret
+			}
+			if o.URL == "" {
+				o.URL = creds.URL
+			}
+		}
+		if o.URL == "" {
+			o.URL = "http://127.0.0.1:8080"
+		}
+		target = o.URL
+	}
+	fmt.Fprintf(stderr, "running %s for %s with %d connections\n", o.Scenario, o.Duration, o.Concurrency)
+	res, err := bench.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	res.Target = target
+	if *jsonOut {
+		err = res.WriteJSON(stdout)
+	} else {
+		err = res.WriteText(stdout)
+	}
+	switch {
+	case err != nil:
+		return err
+	case ctx.Err() != nil:
+		return errors.New("bench: interrupted; the result covers the run until then")
+	case res.Errors > 0:
+		return fmt.Errorf("bench: %d of %d requests failed", res.Errors, res.Requests)
+	case res.Unsent > 0:
+		return fmt.Errorf("bench: %d requests of the schedule were never sent", res.Unsent)
+	}
+	return nil
+}

@@ -1,0 +1,610 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/apitest"
+	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/httpapi"
+)
+
+// keyed sends a request like hardSend and then waits until its response
+// is stored for its Idempotency-Key, which happens after the request.
+func keyed(t *testing.T, e *apitest.Env, method, target, body, key string) authResp {
+	t.Helper()
+	r := hardSend(t, e, method, target, body, "Idempotency-Key", key)
+	e.App.Server.Wait()
+	return r
+}
+
+// hardSend signs a request as brand A at the client clock's next second
+// (so two calls never share a signature) and adds extra headers.
+func hardSend(t *testing.T, e *apitest.Env, method, target, body string, extra ...string) authResp {
+	t.Helper()
+	var b []byte
+	if body != "" || method == "POST" {
+		b = []byte(body)
+	}
+	h := authHeaders(e.CredA.Username, e.CredA.Secret, method, target, b, e.ClientNow())
+	for i := 0; i+1 < len(extra); i += 2 {
+		h.Set(extra[i], extra[i+1])
+	}
+	return authSend(t, e, method, target, b, h)
+}
+
+func wantError(t *testing.T, r authResp, status int, typ string) string {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d %s, want %d %s", r.status, r.body, status, typ)
+	}
+	got, msg, _ := authEnvelope(t, r.body)
+	if got != typ {
+		t.Fatalf("type %q (%s), want %q", got, msg, typ)
+	}
+	return msg
+}
+
+// TestIdempotencyReplaysFirstResponse: a repeat of a POST with the same
+// key and request gets the stored response, marked, and does nothing (D13).
+func TestIdempotencyReplaysFirstResponse(t *testing.T) {
+	e := apitest.New(t)
+	body := `{"phone_number":"+14155552671","first_name":"Ada"}`
+	first := keyed(t, e, "POST", "/api/v1/users", body, "create-ada")
+	if first.status != 201 || first.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %d %s, replayed header %q", first.status, first.body, first.header.Get("Idempotent-Replayed"))
+	}
+	before := e.State(t)
+	events := e.Count(t, "events")
+	for range 2 {
+		again := keyed(t, e, "POST", "/api/v1/users", body, "create-ada")
+		if again.status != 201 || string(again.body) != string(first.body) {
+			t.Fatalf("repeat: %d %s, want the first response 201 %s", again.status, again.body, first.body)
+		}
+		if got := again.header.Get("Idempotent-Replayed"); got != "true" {
+			t.Errorf("Idempotent-Replayed = %q, want true", got)
+		}
+		if ct := again.header.Get("Content-Type"); ct != first.header.Get("Content-Type") {
+			t.Errorf("Content-Type %q, want %q", ct, first.header.Get("Content-Type"))
+		}
+	}
+	if e.State(t) != before || e.Count(t, "events") != events {
+		t.Error("a replayed request changed the database")
+	}
+
+	// Sends are the costly case: one message, one delivery job.
+	u := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+14155552672"), UserFields: parley.UserFields{MessagingConsent: parley.Some(true)}})
+	msg := fmt.Sprintf(`{"user_id":%d,"body":"Your order shipped"}`, u.ID)
+	m1 := keyed(t, e, "POST", "/api/v1/messages", msg, "order-1234-shipped")
+	m2 := keyed(t, e, "POST", "/api/v1/messages", msg, "order-1234-shipped")
+	if m1.status != 201 || m2.status != 201 || string(m1.body) != string(m2.body) {
+		t.Fatalf("sends: %d %s / %d %s", m1.status, m1.body, m2.status, m2.body)
+	}
+	if n := e.Count(t, "messages"); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+	// Without a key the same send runs twice: keys are opt-in.
+	hardSend(t, e, "POST", "/api/v1/messages", msg)
+	hardSend(t, e, "POST", "/api/v1/messages", msg)
+	if n := e.Count(t, "messages"); n != 3 {
+		t.Errorf("%d messages, want 3", n)
+	}
+
+}
+
+// TestIdempotencyStoresErrors: the first response is stored whatever it
+// was, so a rejected request replays its rejection (D13).
+func TestIdempotencyStoresErrors(t *testing.T) {
+	e := apitest.New(t)
+	body := `{"phone_number":"+1415"}`
+	first := keyed(t, e, "POST", "/api/v1/users", body, "k")
+	wantError(t, first, 422, parley.EInvalidPhoneNumber)
+	again := keyed(t, e, "POST", "/api/v1/users", body, "k")
+	wantError(t, again, 422, parley.EInvalidPhoneNumber)
+	if again.header.Get("Idempotent-Replayed") != "true" {
+		t.Error("a replayed 422 is not marked Idempotent-Replayed")
+	}
+}
+
+// TestIdempotencyKeyReused: the key with another body or path is 409
+// idempotency_key_reused and changes nothing (D13).
+func TestIdempotencyKeyReused(t *testing.T) {
+	e := apitest.New(t)
+	if r := keyed(t, e, "POST", "/api/v1/users", `{"phone_number":"+14155552671"}`, "k1"); r.status != 201 {
+		t.Fatalf("first: %d %s", r.status, r.body)
+	}
+	before := e.State(t)
+	for _, c := range []struct{ target, body string }{
+		{"/api/v1/users", `{"phone_number":"+14155552672"}`}, // another body
+		{"/api/v1/users/1", `{"first_name":"Ada"}`},          // another path
+	} {
+		r := keyed(t, e, "POST", c.target, c.body, "k1")
+		msg := wantError(t, r, 409, parley.EIdempotencyReused)
+		if !strings.Contains(msg, "k1") {
+			t.Errorf("msg %q does not name the key", msg)
+		}
+	}
+	if e.State(t) != before {
+		t.Error("a reused key changed the database")
+	}
+}
+
+// TestIdempotencyPerBrand: brand B's key space is its own; it never sees
+// brand A's stored response (D13).
+func TestIdempotencyPerBrand(t *testing.T) {
+	e := apitest.New(t)
+	body := `{"phone_number":"+14155552671"}`
+	a := keyed(t, e, "POST", "/api/v1/users", body, "same")
+	h := authHeaders(e.CredB.Username, e.CredB.Secret, "POST", "/api/v1/users", []byte(body), e.ClientNow())
+	h.Set("Idempotency-Key", "same")
+	b := authSend(t, e, "POST", "/api/v1/users", []byte(body), h)
+	if a.status != 201 || b.status != 201 || b.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("A %d, B %d (replayed %q): want both created", a.status, b.status, b.header.Get("Idempotent-Replayed"))
+	}
+	var ua, ub parley.User
+	json.Unmarshal(a.body, &ua)
+	json.Unmarshal(b.body, &ub)
+	if ua.ID == ub.ID {
+		t.Error("brand B got brand A's user")
+	}
+}
+
+// TestIdempotencyKeyValidation: an empty or over-long key is 422 and
+// nothing runs (issue #6).
+func TestIdempotencyKeyValidation(t *testing.T) {
+	e := apitest.New(t)
+	before := e.State(t)
+	for _, key := range []string{"", strings.Repeat("k", 256)} {
+		r := keyed(t, e, "POST", "/api/v1/users", `{"phone_number":"+14155552671"}`, key)
+		if key == "" {
+			// http.Header.Set keeps an empty value; make sure it was sent.
+			h := authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", []byte(`{"phone_number":"+14155552671"}`), e.ClientNow())
+			h["Idempotency-Key"] = []string{""}
+			r = authSend(t, e, "POST", "/api/v1/users", []byte(`{"phone_number":"+14155552671"}`), h)
+		}
+		msg := wantError(t, r, 422, parley.EValidation)
+		if !strings.Contains(msg, "Idempotency-Key") {
+			t.Errorf("msg %q does not name the header", msg)
+		}
+	}
+	if e.State(t) != before {
+		t.Error("a rejected key changed the database")
+	}
+	r := keyed(t, e, "POST", "/api/v1/users", `{"phone_number":"+14155552671"}`, strings.Repeat("k", 255))
+	if r.status != 201 {
+		t.Errorf("a 255-character key: %d %s, want 201", r.status, r.body)
+	}
+}
+
+// TestIdempotencyConcurrent: requests racing with one key run once; the
+// others get the stored response or 409 idempotency_key_in_use (D13).
+func TestIdempotencyConcurrent(t *testing.T) {
+	e := apitest.New(t)
+	body := `{"phone_number":"+14155552671"}`
+	const n = 12
+	res := make([]authResp, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i] = hardSend(t, e, "POST", "/api/v1/users", body, "Idempotency-Key", "race")
+		}()
+	}
+	wg.Wait()
+	ran := 0
+	for _, r := range res {
+		switch {
+		case r.status == 201 && r.header.Get("Idempotent-Replayed") == "":
+			ran++
+		case r.status == 201:
+		case r.status == 409:
+			wantError(t, r, 409, parley.EIdempotencyInUse)
+			if r.header.Get("Retry-After") == "" {
+				t.Error("idempotency_key_in_use without Retry-After")
+			}
+		default:
+			t.Errorf("unexpected %d %s", r.status, r.body)
+		}
+	}
+	if ran != 1 || e.Count(t, "users") != 1 {
+		t.Errorf("%d requests ran, %d users; want exactly 1", ran, e.Count(t, "users"))
+	}
+}
+
+// TestIdempotencyExpiry: after 24 h the key is forgotten and the purge
+// deletes it (D13).
+func TestIdempotencyExpiry(t *testing.T) {
+	e := apitest.New(t)
+	u := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+14155552672"), UserFields: parley.UserFields{MessagingConsent: parley.Some(true)}})
+	msg := fmt.Sprintf(`{"user_id":%d,"body":"hi"}`, u.ID)
+	keyed(t, e, "POST", "/api/v1/messages", msg, "daily")
+	e.Advance(24*time.Hour - time.Second)
+	if r := keyed(t, e, "POST", "/api/v1/messages", msg, "daily"); r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("within 24 h: %d, not replayed", r.status)
+	}
+	e.Advance(2 * time.Second)
+	if n, err := e.App.DB.PurgeExpired(e.Ctx); err != nil || n < 1 {
+		t.Fatalf("PurgeExpired = %d, %v; want the key purged", n, err)
+	}
+	if n := e.Count(t, "idempotency_keys"); n != 0 {
+		t.Errorf("%d keys left after the purge", n)
+	}
+	r := keyed(t, e, "POST", "/api/v1/messages", msg, "daily")
+	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("after 24 h: %d replayed=%q, want a new run", r.status, r.header.Get("Idempotent-Replayed"))
+	}
+	if n := e.Count(t, "messages"); n != 2 {
+		t.Errorf("%d messages, want 2", n)
+	}
+}
+
+// TestPurgeRunsPeriodically: a worker node deletes expired signatures and
+// keys on its own (issue #6: "purged by a periodic job").
+func TestPurgeRunsPeriodically(t *testing.T) {
+	e := apitest.New(t)
+	hardSend(t, e, "POST", "/api/v1/users", `{"phone_number":"+14155552671"}`, "Idempotency-Key", "k")
+	e.App.Server.Wait()
+	if e.Count(t, "seen_signatures") != 1 || e.Count(t, "idempotency_keys") != 1 {
+		t.Fatal("nothing to purge")
+	}
+	e.Advance(25 * time.Hour)
+	if err := e.App.Start(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for e.Count(t, "seen_signatures")+e.Count(t, "idempotency_keys") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the expired signature and key were not purged")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestReplayRejected: the same signed write sent twice runs once; the
+// second gets 401 "replayed request" and changes nothing (D2). A copy of
+// a request that changed nothing is simply answered again.
+func TestReplayRejected(t *testing.T) {
+	e := apitest.New(t)
+	for _, c := range []struct{ method, target, body string }{
+		{"POST", "/api/v1/users", `{"phone_number":"+14155552671"}`},
+		{"POST", "/api/v1/users/1", `{"first_name":"Ann"}`},
+		{"DELETE", "/api/v1/users/1", ""},
+	} {
+		var body []byte
+		if c.method == "POST" {
+			body = []byte(c.body)
+		}
+		h := authHeaders(e.CredA.Username, e.CredA.Secret, c.method, c.target, body, e.ClientNow())
+		first := authSend(t, e, c.method, c.target, body, h)
+		if first.status == 401 {
+			t.Fatalf("%s %s: first send %d %s", c.method, c.target, first.status, first.body)
+		}
+		before := e.State(t)
+		second := authSend(t, e, c.method, c.target, body, h)
+		msg := wantError(t, second, 401, parley.ENotAuthenticated)
+		if msg != "HMAC signature verification failed: replayed request" {
+			t.Errorf("msg %q", msg)
+		}
+		if e.State(t) != before {
+			t.Errorf("%s %s: the replay changed the database", c.method, c.target)
+		}
+	}
+	// A rejected write recorded nothing: its copy is rejected the same way.
+	h0 := authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", []byte(`{"phone_number":"+1415"}`), e.ClientNow())
+	for range 2 {
+		wantError(t, authSend(t, e, "POST", "/api/v1/users", []byte(`{"phone_number":"+1415"}`), h0), 422, parley.EInvalidPhoneNumber)
+	}
+	// Reads are not writes: the same signed GET may be sent again.
+	h := authHeaders(e.CredA.Username, e.CredA.Secret, "GET", "/api/v1/brand", nil, e.ClientNow())
+	for range 2 {
+		if r := authSend(t, e, "GET", "/api/v1/brand", nil, h); r.status != 200 {
+			t.Fatalf("GET again: %d %s", r.status, r.body)
+		}
+	}
+}
+
+// TestReplayAcrossServers: two servers on one database share what they
+// have seen, so a request copied to another node still runs once (D2).
+func TestReplayAcrossServers(t *testing.T) {
+	e := apitest.New(t)
+	other := apitest.Attach(t, e) // a second node: own server, same database
+	body := []byte(`{"phone_number":"+14155552671"}`)
+	h := authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
+	if r := authSend(t, e, "POST", "/api/v1/users", body, h); r.status != 201 {
+		t.Fatalf("node 1: %d %s", r.status, r.body)
+	}
+	r := authSend(t, other, "POST", "/api/v1/users", body, h)
+	wantError(t, r, 401, parley.ENotAuthenticated)
+	if n := e.Count(t, "users"); n != 1 {
+		t.Errorf("%d users, want 1", n)
+	}
+}
+
+// TestReplayRememberedUntilSkewEnds: a signature is kept until its x-date
+// leaves the clock skew window, then purged (D2).
+func TestReplayRememberedUntilSkewEnds(t *testing.T) {
+	e := apitest.New(t)
+	hardSend(t, e, "POST", "/api/v1/users", `{"phone_number":"+14155552671"}`)
+	if n := e.Count(t, "seen_signatures"); n != 1 {
+		t.Fatalf("%d signatures recorded, want 1", n)
+	}
+	e.Advance(5 * time.Minute)
+	if n, _ := e.App.DB.PurgeExpired(e.Ctx); n != 0 {
+		t.Fatalf("purged %d rows inside the skew window", n)
+	}
+	e.Advance(5 * time.Minute)
+	if n, _ := e.App.DB.PurgeExpired(e.Ctx); n != 1 {
+		t.Fatalf("purged %d rows after the window, want 1", n)
+	}
+}
+
+// TestReplayProtectionOff: the switch benchmarks use (--replay-protection=false).
+func TestReplayProtectionOff(t *testing.T) {
+	e := apitest.New(t, func(c *app.Config) { c.NoReplayProtection = true })
+	h := authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", []byte(`{"phone_number":"+1415"}`), e.ClientNow())
+	for range 2 {
+		r := authSend(t, e, "POST", "/api/v1/users", []byte(`{"phone_number":"+1415"}`), h)
+		wantError(t, r, 422, parley.EInvalidPhoneNumber)
+	}
+}
+
+func rateLimited(perSecond float64, burst int) apitest.Option {
+	return func(c *app.Config) { c.RateLimit, c.RateBurst = perSecond, burst }
+}
+
+// TestRateLimit: each credential has a token bucket; every authenticated
+// response says where it stands, and an empty bucket is 429 rate_limited
+// with Retry-After, changing nothing (D13).
+func TestRateLimit(t *testing.T) {
+	e := apitest.New(t, rateLimited(2, 3))
+	for i, want := range []string{"2", "1", "0"} {
+		r := hardSend(t, e, "GET", "/api/v1/brand", "")
+		if r.status != 200 {
+			t.Fatalf("request %d: %d %s", i+1, r.status, r.body)
+		}
+		if got := r.header.Get("RateLimit-Limit"); got != "3" {
+			t.Errorf("RateLimit-Limit = %q, want 3 (the bucket)", got)
+		}
+		if got := r.header.Get("RateLimit-Remaining"); got != want {
+			t.Errorf("request %d: RateLimit-Remaining = %q, want %s", i+1, got, want)
+		}
+	}
+	before := e.State(t)
+	r := hardSend(t, e, "POST", "/api/v1/users", `{"phone_number":"+14155552671"}`)
+	msg := wantError(t, r, 429, parley.ERateLimited)
+	if !strings.Contains(msg, "Retry after 1 s") {
+		t.Errorf("msg %q", msg)
+	}
+	if got := r.header.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After = %q, want 1 (a token every 0.5 s)", got)
+	}
+	if got := r.header.Get("RateLimit-Reset"); got != "2" {
+		t.Errorf("RateLimit-Reset = %q, want 2 (3 tokens at 2/s)", got)
+	}
+	if e.State(t) != before {
+		t.Error("a limited request changed the database")
+	}
+	e.Advance(time.Second) // two tokens back
+	for i := range 2 {
+		if r := hardSend(t, e, "GET", "/api/v1/brand", ""); r.status != 200 {
+			t.Fatalf("after refill, request %d: %d", i+1, r.status)
+		}
+	}
+	if r := hardSend(t, e, "GET", "/api/v1/brand", ""); r.status != 429 {
+		t.Fatalf("third after refill: %d, want 429", r.status)
+	}
+}
+
+// TestRateLimitPerCredential: one credential's flood neither slows nor
+// limits another's, and a forged request cannot spend a credential's
+// tokens (issue #6).
+func TestRateLimitPerCredential(t *testing.T) {
+	e := apitest.New(t, rateLimited(1, 5))
+	// Forged requests in A's name: rejected before the bucket.
+	for range 20 {
+		h := authHeaders(e.CredA.Username, "not-the-secret-at-all-0123456789abcdefghijk", "GET", "/api/v1/brand", nil, e.ClientNow())
+		r := authSend(t, e, "GET", "/api/v1/brand", nil, h)
+		if r.status != 401 || r.header.Get("RateLimit-Remaining") != "" {
+			t.Fatalf("forged: %d, RateLimit-Remaining %q", r.status, r.header.Get("RateLimit-Remaining"))
+		}
+	}
+	if got := hardSend(t, e, "GET", "/api/v1/brand", "").header.Get("RateLimit-Remaining"); got != "4" {
+		t.Fatalf("A's first real request: remaining %q, want 4", got)
+	}
+	// A floods concurrently until limited.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	limited := 0
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := hardSend(t, e, "GET", "/api/v1/brand", ""); r.status == 429 {
+				mu.Lock()
+				limited++
+				mu.Unlock()
+			}
+		}()
+	}
+	// B meanwhile is served in full.
+	for i := range 5 {
+		h := authHeaders(e.CredB.Username, e.CredB.Secret, "GET", "/api/v1/brand", nil, e.ClientNow())
+		r := authSend(t, e, "GET", "/api/v1/brand", nil, h)
+		if r.status != 200 {
+			t.Fatalf("B's request %d during A's flood: %d %s", i+1, r.status, r.body)
+		}
+		if got, want := r.header.Get("RateLimit-Remaining"), fmt.Sprint(4-i); got != want {
+			t.Errorf("B's remaining %q, want %s: A's flood spent B's tokens", got, want)
+		}
+	}
+	wg.Wait()
+	if limited != 36 {
+		t.Errorf("%d of A's 40 flood requests limited, want 36", limited)
+	}
+}
+
+// TestCredentialRotation: a rotated credential keeps working through its
+// grace period, then stops; the new one works at once (issue #6).
+func TestCredentialRotation(t *testing.T) {
+	e := apitest.New(t)
+	newCred, old, err := e.App.Service.RotateCredential(e.Ctx, e.CredA.Username, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.RevokedAt == nil || !old.RevokedAt.Equal(e.Now().Truncate(time.Microsecond).Add(time.Hour)) {
+		t.Errorf("old revoked_at %v, want now + 1 h", old.RevokedAt)
+	}
+	if newCred.Secret == "" || newCred.BrandID != e.BrandA.ID || newCred.Username == old.Username {
+		t.Fatalf("new credential %+v", newCred)
+	}
+	fresh := e.Client(newCred.Username, newCred.Secret)
+	if _, err := fresh.GetBrand(e.Ctx); err != nil {
+		t.Fatalf("new credential: %v", err)
+	}
+	e.Advance(59 * time.Minute)
+	if _, err := e.A.GetBrand(e.Ctx); err != nil {
+		t.Fatalf("old credential inside the grace period: %v", err)
+	}
+	e.Advance(time.Minute)
+	_, err = e.A.GetBrand(e.Ctx)
+	var ce *client.Error
+	if !asClientError(err, &ce) || ce.StatusCode != 401 || ce.Msg != "HMAC signature verification failed: signature mismatch" {
+		t.Fatalf("old credential after the grace period: %v, want 401 as for an unknown username (D2)", err)
+	}
+	if _, err := fresh.GetBrand(e.Ctx); err != nil {
+		t.Fatalf("new credential later: %v", err)
+	}
+	// Rotating a credential that no longer works is not found.
+	if _, _, err := e.App.Service.RotateCredential(e.Ctx, e.CredA.Username, 0); parley.ErrorCode(err) != parley.ENotFound {
+		t.Errorf("rotating a revoked credential: %v", err)
+	}
+	// Revoking during the grace period ends it at once.
+	n2, _, err := e.App.Service.RotateCredential(e.Ctx, newCred.Username, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.App.Service.RevokeCredential(e.Ctx, newCred.Username); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.GetBrand(e.Ctx); err == nil {
+		t.Error("a revoked credential in its grace period still works")
+	}
+	if _, err := e.Client(n2.Username, n2.Secret).GetBrand(e.Ctx); err != nil {
+		t.Errorf("the newest credential: %v", err)
+	}
+}
+
+// TestCredentialLastUsed: last_used_at follows verified requests to
+// within a minute, and forged ones never move it (issue #6).
+func TestCredentialLastUsed(t *testing.T) {
+	e := apitest.New(t)
+	lastUsed := func() *parley.Time {
+		t.Helper()
+		cs, err := e.App.Service.ListCredentials(e.Ctx, e.BrandA.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if c.Username == e.CredA.Username {
+				return c.LastUsedAt
+			}
+		}
+		t.Fatal("credential A not listed")
+		return nil
+	}
+	h := authHeaders(e.CredA.Username, "not-the-secret-at-all-0123456789abcdefghijk", "GET", "/api/v1/brand", nil, e.ClientNow())
+	authSend(t, e, "GET", "/api/v1/brand", nil, h)
+	if got := lastUsed(); got != nil {
+		t.Fatalf("a forged request set last_used_at %v", got)
+	}
+	t0 := e.Now().Truncate(time.Microsecond)
+	e.A.GetBrand(e.Ctx)
+	if got := lastUsed(); got == nil || !got.Equal(t0) {
+		t.Fatalf("last_used_at %v, want %v", got, t0)
+	}
+	e.Advance(30 * time.Second)
+	e.A.GetBrand(e.Ctx)
+	if got := lastUsed(); !got.Equal(t0) {
+		t.Errorf("last_used_at moved to %v within a minute: it is written at most once a minute", got)
+	}
+	e.Advance(31 * time.Second)
+	e.A.GetBrand(e.Ctx)
+	if got := lastUsed(); !got.Equal(e.Now().Truncate(time.Microsecond)) {
+		t.Errorf("last_used_at %v, want %v", got, e.Now())
+	}
+}
+
+func asClientError(err error, target **client.Error) bool {
+	ce, ok := err.(*client.Error)
+	if ok {
+		*target = ce
+	}
+	return ok
+}
+
+// TestIdempotencyServerErrorNotStored: a 5xx is not the answer to keep —
+// the key is released so the client's retry runs again (D13).
+func TestIdempotencyServerErrorNotStored(t *testing.T) {
+	e := apitest.New(t)
+	body := []byte(`{"phone_number":"+14155552671"}`)
+	run := func(fail bool) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/api/v1/users", bytes.NewReader(body))
+		r.Header = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
+		r.Header.Set("Idempotency-Key", "flaky")
+		w := httptest.NewRecorder()
+		httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(w http.ResponseWriter) error {
+			if fail {
+				return errors.New("database on fire")
+			}
+			w.WriteHeader(201)
+			return nil
+		})
+		e.App.Server.Wait()
+		return w
+	}
+	if w := run(true); w.Code != 500 {
+		t.Fatalf("failing handler: %d", w.Code)
+	}
+	if n := e.Count(t, "idempotency_keys"); n != 0 {
+		t.Fatalf("%d keys kept after a 500, want the key released", n)
+	}
+	if w := run(false); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" {
+		t.Fatalf("retry after the 500: %d replayed=%q, want a fresh run", w.Code, w.Header().Get("Idempotent-Replayed"))
+	}
+	if w := run(false); w.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatal("the successful retry's response is not stored")
+	}
+}
+
+// TestClientIdempotencyKey: the SDK's WithIdempotencyKey makes a retried
+// call run once (D13).
+func TestClientIdempotencyKey(t *testing.T) {
+	e := apitest.New(t)
+	u := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+14155552672"),
+		UserFields: parley.UserFields{MessagingConsent: parley.Some(true)}})
+	ctx := client.WithIdempotencyKey(e.Ctx, "welcome-"+fmt.Sprint(u.ID))
+	in := parley.MessageCreate{UserID: parley.Some(u.ID), Body: parley.Some("Welcome!")}
+	m1, err := e.A.SendMessage(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.App.Server.Wait() // the response is stored just after the request
+	m2, err := e.A.SendMessage(ctx, in)
+	if err != nil || m2.ID != m1.ID {
+		t.Fatalf("retry: %+v %v, want message %d again", m2, err, m1.ID)
+	}
+	if n := e.Count(t, "messages"); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+}

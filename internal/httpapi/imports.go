@@ -1,0 +1,172 @@
+package httpapi
+
+import (
+	"encoding/csv"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+
+	"github.com/parleyhq/parley"
+)
+
+// maxImportOption bounds the value of a form field of POST /imports.
+const maxImportOption = 1 << 10
+
+// createImport takes a CSV file and its options as multipart/form-data and
+// answers the queued import (issue #7).
+func (s *Server) createImport(w http.ResponseWriter, r *http.Request, req *request) error {
+	_, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	boundary := params["boundary"]
+	if boundary == "" {
+		return badRequest("Content-Type must be multipart/form-data with a boundary")
+	}
+	// The options may come after the file, which is streamed once: read
+	// them in a first pass over the spooled body.
+	opt, hasFile, err := importOptions(req.upload, boundary)
+	if err != nil {
+		return err
+	}
+	if !hasFile {
+		return parley.FieldError(parley.EValidation, "file", "required: a multipart part named file holding the CSV")
+	}
+	if _, err := req.upload.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	mr := multipart.NewReader(req.upload, boundary)
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			return badRequest("malformed multipart body: " + err.Error())
+		}
+		if part.FormName() != "file" {
+			part.Close()
+			continue
+		}
+		imp, err := s.Imports.CreateImport(r.Context(), req.brandID, part.FileName(), part, opt)
+		part.Close()
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusCreated, imp)
+		return nil
+	}
+}
+
+// importOptions reads the form fields of an import upload and reports
+// whether it has a file part. Unknown fields are refused, so a misspelt
+// option is not silently ignored (D4).
+func importOptions(body io.Reader, boundary string) (parley.ImportOptions, bool, error) {
+	var opt parley.ImportOptions
+	hasFile := false
+	seen := map[string]bool{}
+	mr := multipart.NewReader(body, boundary)
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return opt, hasFile, nil
+		}
+		if err != nil {
+			return opt, false, badRequest("malformed multipart body: " + err.Error())
+		}
+		name := part.FormName()
+		switch name {
+		case "file":
+			hasFile = true // the first one counts; the others are ignored, as on POST /files
+		case "on_duplicate", "messaging_consent_default":
+			if seen[name] {
+				return opt, false, parley.FieldError(parley.EValidation, name, "sent twice")
+			}
+			seen[name] = true
+			v, err := io.ReadAll(io.LimitReader(part, maxImportOption+1))
+			if err != nil {
+				return opt, false, badRequest("malformed multipart body: " + err.Error())
+			}
+			if len(v) > maxImportOption {
+				return opt, false, parley.FieldError(parley.EValidation, name, "at most "+strconv.Itoa(maxImportOption)+" bytes")
+			}
+			if name == "on_duplicate" {
+				opt.OnDuplicate = string(v)
+			} else {
+				opt.MessagingConsentDefault = string(v)
+			}
+		default:
+			if name == "" {
+				name = "(a part without a name)"
+			}
+			return opt, false, parley.FieldError(parley.EValidation, name,
+				"unknown field; the form fields are file, on_duplicate and messaging_consent_default")
+		}
+		part.Close()
+	}
+}
+
+func (s *Server) getImport(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "import_id")
+	if err != nil {
+		return err
+	}
+	imp, err := s.Imports.FindImport(r.Context(), req.brandID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, imp)
+	return nil
+}
+
+func (s *Server) listImports(w http.ResponseWriter, r *http.Request, req *request) error {
+	q := r.URL.Query()
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		var err error
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+			return parley.FieldError(parley.EValidation, "limit", "must be an integer between 1 and 100")
+		}
+	}
+	list, next, err := s.Imports.ListImports(r.Context(), req.brandID, limit, q.Get("cursor"))
+	if err != nil {
+		return err
+	}
+	page := listPage[*parley.Import]{Data: list}
+	if next != "" {
+		page.NextCursor = &next
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// importErrors answers the rejected rows of an import as CSV: line, field,
+// type, msg.
+func (s *Server) importErrors(w http.ResponseWriter, r *http.Request, req *request) error {
+	id, err := pathID(r, "import_id")
+	if err != nil {
+		return err
+	}
+	if _, err := s.Imports.FindImport(r.Context(), req.brandID, id); err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/csv; charset=utf-8")
+	h.Set("Content-Disposition", `attachment; filename="import-`+strconv.FormatInt(id, 10)+`-errors.csv"`)
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"line", "field", "type", "msg"})
+	rec := make([]string, 4)
+	err = s.Imports.EachImportError(r.Context(), req.brandID, id, func(e *parley.ImportError) error {
+		rec[0], rec[1], rec[2], rec[3] = strconv.FormatInt(e.Line, 10), e.Field, e.Type, e.Msg
+		return cw.Write(rec)
+	})
+	cw.Flush()
+	if err == nil {
+		err = cw.Error()
+	}
+	if err != nil {
+		// The status is sent: all that is left is to cut the answer short.
+		s.logger.LogAttrs(r.Context(), slog.LevelError, "import errors: answer cut short",
+			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}

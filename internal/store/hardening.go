@@ -1,0 +1,367 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley"
+)
+
+// groupBatch bounds how many writes one group commit carries.
+const groupBatch = 256
+
+// groupOp is one small write waiting for the group commit: a key to
+// claim, a response to save, or any other write fn.
+type groupOp struct {
+	claim *keyClaim
+	save  *keySave
+	fn    func(ctx context.Context, tx *Tx) error
+
+	err  error
+	done chan struct{}
+}
+
+// groupCommit runs the small writes of idempotency keys in shared
+// transactions: one goroutine
+// commits whatever has queued while the previous commit ran. The writes
+// then cost a fraction of a transaction each instead of one each, which
+// on SQLite's single writer is most of their cost.
+type groupCommit struct {
+	once    sync.Once
+	queue   chan *groupOp
+	closing chan struct{}
+	stopped chan struct{}
+}
+
+// ErrClosed is returned for work asked of a closed DB.
+var ErrClosed = errors.New("store: closed")
+
+// qRecordSignature records a signed write's signature (see SignedWrite).
+const qRecordSignature = `INSERT INTO seen_signatures (expires_at, sig) VALUES (?, ?) ON CONFLICT (expires_at, sig) DO NOTHING`
+
+// recordSignature records the request's signature in its transaction, or
+// fails with ErrReplayed when it is already there (D2). A replay carries
+// the same x-date, so the same expiry: the key collides across nodes.
+func (tx *Tx) recordSignature(ctx context.Context, sw *parley.SignedWrite) error {
+	res, err := tx.exec(ctx, qRecordSignature, micros(sw.Expires), sw.Key)
+	if err != nil {
+		return fmt.Errorf("store: record signature: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return parley.ErrReplayed
+	}
+	return nil
+}
+
+// inGroup queues op for the next group commit and waits for it.
+func (db *DB) inGroup(ctx context.Context, op *groupOp) error {
+	g := db.startGroup()
+	op.done = make(chan struct{})
+	select {
+	case g.queue <- op:
+	case <-g.closing:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-op.done:
+		return op.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (db *DB) startGroup() *groupCommit {
+	g := &db.group
+	g.once.Do(func() {
+		g.queue = make(chan *groupOp, groupBatch)
+		g.closing = make(chan struct{})
+		g.stopped = make(chan struct{})
+		go db.runGroup(g)
+	})
+	return g
+}
+
+func (db *DB) runGroup(g *groupCommit) {
+	defer close(g.stopped)
+	batch := make([]*groupOp, 0, groupBatch)
+	for {
+		select {
+		case op := <-g.queue:
+			batch = append(batch[:0], op)
+		case <-g.closing:
+			return
+		}
+	fill:
+		for len(batch) < groupBatch {
+			select {
+			case op := <-g.queue:
+				batch = append(batch, op)
+			default:
+				break fill
+			}
+		}
+		db.commitGroup(batch)
+	}
+}
+
+// stopGroup ends the group committer; writes still queued get ErrClosed.
+func (db *DB) stopGroup() {
+	g := db.startGroup()
+	close(g.closing)
+	<-g.stopped
+	for {
+		select {
+		case op := <-g.queue:
+			op.err = ErrClosed
+			close(op.done)
+		default:
+			return
+		}
+	}
+}
+
+// commitGroup runs a batch in one transaction. If it fails, each write is
+// run alone, so one bad write cannot fail the others.
+func (db *DB) commitGroup(batch []*groupOp) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch) })
+	if err != nil && len(batch) > 1 {
+		for _, op := range batch {
+			op.err = db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) })
+			close(op.done)
+		}
+		return
+	}
+	for _, op := range batch {
+		op.err = err
+		close(op.done)
+	}
+}
+
+// runGroupOps claims the batch's keys, saves its responses, then runs
+// the other writes in order.
+func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
+	if err := claimKeys(ctx, tx, batch); err != nil {
+		return err
+	}
+	if err := saveResponses(ctx, tx, batch); err != nil {
+		return err
+	}
+	for _, op := range batch {
+		if op.fn != nil {
+			if err := op.fn(ctx, tx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// keyClaim asks for an idempotency key (see ClaimIdempotencyKey).
+type keyClaim struct {
+	brandID              int64
+	key                  string
+	hash                 []byte
+	lockedUntil, expires int64
+	rec                  *IdempotencyRecord // the result: nil when claimed
+}
+
+type brandKey struct {
+	brand int64
+	key   string
+}
+
+// claimKeys inserts the batch's new keys with one INSERT; a key that
+// exists (a repeat, a takeover, or twice in the batch) goes the slow way.
+func claimKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
+	var q strings.Builder
+	var args []any
+	first := map[brandKey]*keyClaim{}
+	var slow []*keyClaim
+	for _, op := range batch {
+		c := op.claim
+		if c == nil {
+			continue
+		}
+		c.rec = nil
+		if _, dup := first[brandKey{c.brandID, c.key}]; dup {
+			slow = append(slow, c)
+			continue
+		}
+		first[brandKey{c.brandID, c.key}] = c
+		if len(args) == 0 {
+			q.WriteString(`INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`)
+		} else {
+			q.WriteString(", (?, ?, ?, ?, ?, ?)")
+		}
+		args = append(args, c.brandID, c.key, c.hash, c.lockedUntil, micros(tx.now), c.expires)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	q.WriteString(` ON CONFLICT (brand_id, idem_key) DO NOTHING RETURNING brand_id, idem_key`)
+	rows, err := tx.query(ctx, q.String(), args...)
+	if err != nil {
+		return fmt.Errorf("store: claim idempotency keys: %w", err)
+	}
+	claimed := map[brandKey]bool{}
+	for rows.Next() {
+		var k brandKey
+		if err := rows.Scan(&k.brand, &k.key); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: claim idempotency keys: %w", err)
+		}
+		claimed[k] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: claim idempotency keys: %w", err)
+	}
+	for k, c := range first {
+		if !claimed[k] {
+			slow = append(slow, c)
+		}
+	}
+	for _, c := range slow {
+		if err := claimExisting(ctx, tx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// claimExisting takes over a key whose record expired or whose holder
+// died, or else reads the record as it stands.
+func claimExisting(ctx context.Context, tx *Tx, c *keyClaim) error {
+	now := micros(tx.now)
+	res, err := tx.exec(ctx, qClaimKey, c.brandID, c.key, c.hash, c.lockedUntil, now, c.expires, now, now)
+	if err != nil {
+		return fmt.Errorf("store: claim idempotency key: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	var status sql.NullInt64
+	var ctype sql.NullString
+	rec := &IdempotencyRecord{}
+	row, err := tx.queryRow(ctx, qReadKey, c.brandID, c.key)
+	if err != nil {
+		return err
+	}
+	if err := row.Scan(&rec.RequestHash, &status, &ctype, &rec.Body); err != nil {
+		return fmt.Errorf("store: read idempotency key: %w", err)
+	}
+	rec.Done, rec.Status, rec.ContentType = status.Valid, int(status.Int64), ctype.String
+	c.rec = rec
+	return nil
+}
+
+// keySave stores a claimed key's response (see SaveIdempotentResponse).
+type keySave struct {
+	brandID     int64
+	key         string
+	status      int
+	contentType string
+	body        []byte
+}
+
+// saveResponses stores the batch's responses, a prepared UPDATE each (one
+// UPDATE … FROM (VALUES …) measured far slower: SQLite scanned the table).
+func saveResponses(ctx context.Context, tx *Tx, batch []*groupOp) error {
+	for _, op := range batch {
+		if v := op.save; v != nil {
+			if _, err := tx.exec(ctx, qSaveKey, v.status, v.contentType, v.body, v.brandID, v.key); err != nil {
+				return fmt.Errorf("store: save idempotent response: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// The idempotency statements, prepared up front (see hotWrites).
+const (
+	qClaimKey = `INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (brand_id, idem_key) DO UPDATE SET request_hash = excluded.request_hash,
+				locked_until = excluded.locked_until, status = NULL, content_type = NULL, body = NULL,
+				created_at = excluded.created_at, expires_at = excluded.expires_at
+			WHERE idempotency_keys.expires_at <= ? OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= ?)`
+	qReadKey = `SELECT request_hash, status, content_type, body FROM idempotency_keys
+			WHERE brand_id = ? AND idem_key = ?`
+	qSaveKey = `UPDATE idempotency_keys SET status = ?, content_type = ?, body = ?, locked_until = NULL
+		WHERE brand_id = ? AND idem_key = ?`
+	qReleaseKey = `DELETE FROM idempotency_keys WHERE brand_id = ? AND idem_key = ? AND status IS NULL`
+)
+
+// hardeningWrites are hotWrites: every signed write or keyed POST runs them.
+var hardeningWrites = []string{qRecordSignature, qClaimKey, qReadKey, qSaveKey, qReleaseKey}
+
+// IdempotencyRecord is an idempotency key as stored (D13).
+type IdempotencyRecord struct {
+	RequestHash []byte
+	// Done is false while the first request holding the key still runs.
+	Done        bool
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// ClaimIdempotencyKey takes the brand's key for a request whose method,
+// target and body hash to hash, until lockedUntil (the request's deadline).
+// It returns nil when the key is now this request's to run, or the record
+// as it stands when another request holds or held it. A key whose record
+// expired, or whose holder died without answering, is taken over.
+func (db *DB) ClaimIdempotencyKey(ctx context.Context, brandID int64, key string, hash []byte, lockedUntil, expires time.Time) (*IdempotencyRecord, error) {
+	c := &keyClaim{brandID: brandID, key: key, hash: hash, lockedUntil: micros(lockedUntil), expires: micros(expires)}
+	if err := db.inGroup(ctx, &groupOp{claim: c}); err != nil {
+		return nil, err
+	}
+	return c.rec, nil
+}
+
+// SaveIdempotentResponse stores the response of the request that claimed the key.
+func (db *DB) SaveIdempotentResponse(ctx context.Context, brandID int64, key string, status int, contentType string, body []byte) error {
+	return db.inGroup(ctx, &groupOp{save: &keySave{brandID: brandID, key: key, status: status, contentType: contentType, body: body}})
+}
+
+// ReleaseIdempotencyKey forgets a claimed key whose request ended without
+// an answer worth replaying, so the client may try again with it.
+func (db *DB) ReleaseIdempotencyKey(ctx context.Context, brandID int64, key string) error {
+	return db.inGroup(ctx, &groupOp{fn: func(ctx context.Context, tx *Tx) error {
+		_, err := tx.exec(ctx, qReleaseKey, brandID, key)
+		if err != nil {
+			return fmt.Errorf("store: release idempotency key: %w", err)
+		}
+		return nil
+	}})
+}
+
+// PurgeExpired deletes the signatures and idempotency keys that have
+// expired, and reports how many rows went.
+func (db *DB) PurgeExpired(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		n = 0
+		for _, q := range []string{
+			`DELETE FROM seen_signatures WHERE expires_at <= ?`,
+			`DELETE FROM idempotency_keys WHERE expires_at <= ?`,
+		} {
+			res, err := tx.exec(ctx, q, micros(tx.now))
+			if err != nil {
+				return fmt.Errorf("store: purge: %w", err)
+			}
+			k, _ := res.RowsAffected()
+			n += k
+		}
+		return nil
+	})
+	return n, err
+}

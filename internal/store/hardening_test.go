@@ -1,0 +1,150 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// TestSignedWriteOnce: a signature is recorded by the first transaction
+// of its request; a copy's transaction fails as replayed and writes
+// nothing, a failed transaction records nothing, and later transactions of
+// the same request pass (D2).
+func TestSignedWriteOnce(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	exp := time.Now().Add(time.Minute)
+	var fields atomic.Int64
+	write := func(sw *parley.SignedWrite, fail bool) error {
+		ctx := parley.NewContextWithSignedWrite(t.Context(), sw)
+		name := fmt.Sprint("f", fields.Add(1))
+		return db.WithTx(ctx, func(tx *store.Tx) error {
+			if fail {
+				return errors.New("validation failed")
+			}
+			return tx.CreateCustomField(ctx, &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
+		})
+	}
+	const keys = 20
+	var ok, replayed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 3 * keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch err := write(&parley.SignedWrite{Key: []byte(fmt.Sprintf("key-%03d", i%keys)), Expires: exp}, false); {
+			case err == nil:
+				ok.Add(1)
+			case err == parley.ErrReplayed:
+				replayed.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != keys || replayed.Load() != 2*keys {
+		t.Errorf("%d committed, %d replayed; want %d and %d", ok.Load(), replayed.Load(), keys, 2*keys)
+	}
+
+	sw := &parley.SignedWrite{Key: []byte("fails-first"), Expires: exp}
+	if err := write(sw, true); err == nil || sw.Recorded() {
+		t.Fatalf("failed write: %v, recorded %v", err, sw.Recorded())
+	}
+	if err := write(sw, false); err != nil || !sw.Recorded() {
+		t.Fatalf("the same request after a failed transaction: %v", err)
+	}
+	if err := write(sw, false); err != nil {
+		t.Fatalf("a second transaction of the same request: %v", err)
+	}
+	if err := write(&parley.SignedWrite{Key: []byte("fails-first"), Expires: exp}, false); err != parley.ErrReplayed {
+		t.Fatalf("a copy: %v, want ErrReplayed", err)
+	}
+}
+
+// TestIdempotencyClaim: a key is claimed once; a holder that died frees it
+// after its lock, and an expired key can be claimed anew (D13).
+func TestIdempotencyClaim(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	ctx := t.Context()
+	now := time.Now()
+	db.Now = func() time.Time { return now }
+	hash := []byte("request-1")
+	lock, exp := now.Add(20*time.Second), now.Add(24*time.Hour)
+
+	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", hash, lock, exp); err != nil || rec != nil {
+		t.Fatalf("first claim: %+v %v, want it claimed", rec, err)
+	}
+	rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", []byte("request-2"), lock, exp)
+	if err != nil || rec == nil || rec.Done || string(rec.RequestHash) != "request-1" {
+		t.Fatalf("second claim while running: %+v %v", rec, err)
+	}
+	// The holder died: after its lock the key is free again.
+	now = now.Add(21 * time.Second)
+	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", hash, now.Add(20*time.Second), exp); err != nil || rec != nil {
+		t.Fatalf("claim after the holder's lock: %+v %v, want it claimed", rec, err)
+	}
+	if err := db.SaveIdempotentResponse(ctx, brand, "k", 201, "application/json", []byte(`{"id":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Done: never taken over, however long it has been, until it expires.
+	now = now.Add(23 * time.Hour)
+	rec, err = db.ClaimIdempotencyKey(ctx, brand, "k", hash, now.Add(20*time.Second), now.Add(24*time.Hour))
+	if err != nil || rec == nil || !rec.Done || rec.Status != 201 || string(rec.Body) != `{"id":1}` || rec.ContentType != "application/json" {
+		t.Fatalf("claim of a done key: %+v %v", rec, err)
+	}
+	now = exp
+	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", []byte("request-3"), now.Add(20*time.Second), now.Add(24*time.Hour)); err != nil || rec != nil {
+		t.Fatalf("claim after expiry: %+v %v, want it claimed", rec, err)
+	}
+	// Release forgets a claim that has no answer, so a retry runs.
+	if err := db.ReleaseIdempotencyKey(ctx, brand, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", hash, now.Add(20*time.Second), now.Add(24*time.Hour)); err != nil || rec != nil {
+		t.Fatalf("claim after release: %+v %v", rec, err)
+	}
+}
+
+// TestIdempotencyClaimRace: claims racing for one key — likely in one
+// group commit — leave exactly one holder; the others see it running.
+func TestIdempotencyClaimRace(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	ctx := t.Context()
+	now := time.Now()
+	var claimed, running atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprint("k", i%4)
+			rec, err := db.ClaimIdempotencyKey(ctx, brand, key, []byte("h"), now.Add(time.Minute), now.Add(time.Hour))
+			switch {
+			case err != nil:
+				t.Error(err)
+			case rec == nil:
+				claimed.Add(1)
+				if err := db.SaveIdempotentResponse(ctx, brand, key, 201, "application/json", []byte(key)); err != nil {
+					t.Error(err)
+				}
+			case !rec.Done || string(rec.Body) == key:
+				running.Add(1)
+			default:
+				t.Errorf("key %s holds another key's response %q", key, rec.Body)
+			}
+		}()
+	}
+	wg.Wait()
+	if claimed.Load() != 4 || running.Load() != 36 {
+		t.Errorf("%d claimed, %d saw it taken; want 4 and 36", claimed.Load(), running.Load())
+	}
+}

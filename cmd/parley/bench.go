@@ -45,6 +45,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	users := fs.Int("users", 1000, "users created before the run for lookup, update, send and mixed")
 	hardening := fs.Bool("hardening", false, "send an Idempotency-Key on every POST, and with --self run the server with its replay cache and rate limiter on (at a limit never reached); without it, a --self server runs with all three off")
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
+	keys := fs.Bool("keys", true, "with --hardening: send a fresh Idempotency-Key on every POST (--keys=false measures the server's protections alone)")
+	deliveries := fs.Bool("deliveries", false, "with --scenario send: after the run, wait until every accepted message is delivered and report messages delivered per second and the time to sent, from the server's /metrics")
 	self := fs.Bool("self", false, "start a server of its own, as a child process on a temporary database, and stop it at the end")
 	db := fs.String("db", "", "with --self: a postgres:// URL, in which the run creates a schema of its own and drops it at the end (default: a temporary SQLite database; PARLEY_DB is not read here, so a run never loads a real database by accident)")
 	urlFlag := stringFlag(fs, getenv, "url", "", "server to load, without --self (default: the dev credentials' URL)")
@@ -63,7 +65,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
 	}
 	o := bench.Options{Scenario: *scenario, Duration: *duration, Concurrency: *concurrency, Rate: *rate,
-		Users: *users, Hardening: *hardening, Progress: stderr, ProgressTTY: isTerminal(stderr)}
+		Users: *users, Hardening: *hardening, NoKeys: !*keys, Deliveries: *deliveries, Progress: stderr, ProgressTTY: isTerminal(stderr)}
 	if err := o.Check(); err != nil {
 		return err
 	}

@@ -186,3 +186,21 @@ func TestBenchFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchDeliveries: a send run with --deliveries waits for every
+// message to be delivered and reports the pipeline from /metrics (#4).
+func TestBenchDeliveries(t *testing.T) {
+	res, stderr, err := runBenchJSON(t, env(nil), "--self", "--scenario", bench.ScenarioSend, "--duration", "1s",
+		"--concurrency", "4", "--users", "10", "--deliveries")
+	checkSane(t, res, stderr, err)
+	d := res.Delivery
+	if d == nil || d.Messages != res.OK || d.Delivered != d.Messages || d.PerSecond <= 0 {
+		t.Fatalf("delivery report %+v for %d sends", d, res.OK)
+	}
+	if d.TimeToSentP50Ms <= 0 || d.TimeToSentP99Ms < d.TimeToSentP50Ms {
+		t.Errorf("time to sent p50 %v, p99 %v", d.TimeToSentP50Ms, d.TimeToSentP99Ms)
+	}
+	if _, _, err := runBenchJSON(t, env(nil), "--self", "--scenario", bench.ScenarioLookup, "--deliveries"); err == nil {
+		t.Error("--deliveries accepted without --scenario send")
+	}
+}

@@ -98,7 +98,7 @@ func (w *worker) send() (int, error) {
 		b = append(b, digest...)
 		b = append(b, "\r\nContent-Length: "...)
 		b = strconv.AppendInt(b, int64(len(w.body)), 10)
-		if o.Hardening {
+		if o.Hardening && !o.NoKeys {
 			b = append(b, "\r\nIdempotency-Key: bench-"...)
 			b = append(b, w.r.runID...)
 			b = append(b, '-')

@@ -121,3 +121,18 @@ func TestHistogramConcurrentRecord(t *testing.T) {
 		t.Errorf("n %d max %d, want 8000 and 7999", s.N, s.Max)
 	}
 }
+
+// TestBucketQuantile: quantiles come from the buckets' growth between two
+// scrapes, as the upper bound of the bucket that reaches them.
+func TestBucketQuantile(t *testing.T) {
+	before := []bucket{{0.1, 5}, {0.5, 5}, {1, 5}}
+	after := []bucket{{0.1, 55}, {0.5, 103}, {1, 105}} // 50 ≤ 100 ms, 48 ≤ 500 ms, 2 ≤ 1 s
+	for _, c := range []struct{ q, want float64 }{{0.5, 100}, {0.51, 500}, {0.98, 500}, {0.99, 1000}} {
+		if got := bucketQuantile(before, after, c.q); got != c.want {
+			t.Errorf("q %v = %v ms, want %v", c.q, got, c.want)
+		}
+	}
+	if got := bucketQuantile(after, after, 0.99); got != 0 {
+		t.Errorf("no new observations: %v, want 0", got)
+	}
+}

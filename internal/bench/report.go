@@ -20,7 +20,9 @@ type Result struct {
 	Concurrency int     `json:"concurrency"`
 	Rate        float64 `json:"rate"` // offered arrivals per second; 0 in closed loop
 	Hardening   bool    `json:"hardening"`
-	DurationS   float64 `json:"duration_s"`
+	// IdempotencyKeys: every POST carried a fresh Idempotency-Key.
+	IdempotencyKeys bool    `json:"idempotency_keys"`
+	DurationS       float64 `json:"duration_s"`
 	// ElapsedS runs from the first request to the last answer.
 	ElapsedS float64 `json:"elapsed_s"`
 	Requests int64   `json:"requests"` // answered or failed
@@ -39,9 +41,11 @@ type Result struct {
 	Latency Latency `json:"latency_ms"`
 	// RateLimitHeaders tells whether answers carried RateLimit-Limit, that
 	// is whether the server's rate limiter was on.
-	RateLimitHeaders bool         `json:"rate_limit_headers"`
-	Setup            *Setup       `json:"setup,omitempty"`
-	Server           *ServerStats `json:"server,omitempty"`
+	RateLimitHeaders bool   `json:"rate_limit_headers"`
+	Setup            *Setup `json:"setup,omitempty"`
+	// Delivery is filled by a send run with --deliveries.
+	Delivery *Delivery    `json:"delivery,omitempty"`
+	Server   *ServerStats `json:"server,omitempty"`
 	// BenchCPUS is the CPU time the load generator used during the run.
 	BenchCPUS float64 `json:"bench_cpu_s"`
 }
@@ -92,8 +96,11 @@ func (res *Result) WriteText(w io.Writer) error {
 		mode = fmt.Sprintf("open loop at %s req/s, %d connections", thousands(res.Rate), res.Concurrency)
 	}
 	hardening := "off"
-	if res.Hardening {
-		hardening = "on"
+	switch {
+	case res.IdempotencyKeys:
+		hardening = "on, Idempotency-Key on every POST"
+	case res.Hardening:
+		hardening = "on, no Idempotency-Key"
 	}
 	fmt.Fprintf(&b, "scenario     %s (%s, %s, hardening %s)\n", res.Scenario, mode,
 		time.Duration(res.DurationS*float64(time.Second)), hardening)
@@ -112,6 +119,12 @@ func (res *Result) WriteText(w io.Writer) error {
 		l.P50, l.P90, l.P99, l.Max, l.Mean)
 	if res.Unsent > 0 {
 		fmt.Fprintf(&b, "unsent       %s arrivals (the server fell too far behind the rate)\n", thousands(float64(res.Unsent)))
+	}
+	if d := res.Delivery; d != nil {
+		fmt.Fprintf(&b, "delivered    %s of %s messages in %.2f s from the first POST: %s messages/s\n",
+			thousands(float64(d.Delivered)), thousands(float64(d.Messages)), d.Seconds, thousands(d.PerSecond))
+		fmt.Fprintf(&b, "to sent      p50 ≤ %.0f ms   p99 ≤ %.0f ms (POST to the provider taking it; histogram bucket bounds)\n",
+			d.TimeToSentP50Ms, d.TimeToSentP99Ms)
 	}
 	if s := res.Server; s != nil {
 		fmt.Fprintf(&b, "server use   peak RSS %.1f MiB (%.1f MiB at the end), CPU %.1f s = %.2f cores\n",

@@ -12,6 +12,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -48,6 +49,14 @@ type Options struct {
 	// Hardening sends a fresh Idempotency-Key on every POST, so the
 	// server's idempotency store works on each write.
 	Hardening bool
+	// NoKeys leaves Idempotency-Key out under Hardening: the server's
+	// protections on, but no request asks for idempotency.
+	NoKeys bool
+	// Deliveries (scenario send) waits after the run until every accepted
+	// message is delivered, up to DeliveryWait, and reports the pipeline's
+	// rate from the server's /metrics.
+	Deliveries   bool
+	DeliveryWait time.Duration
 	// Server, when the run started its own, is measured too.
 	Server *Server
 	// Progress receives a line a second while the run lasts; nil for none.
@@ -74,6 +83,8 @@ func (o *Options) Check() error {
 		return errors.New("--rate: want 0 (closed loop) or a positive rate")
 	case o.Rate > 0 && int64(o.Rate*o.Duration.Seconds()) < 1:
 		return errors.New("--rate × --duration: less than one request")
+	case o.Deliveries && o.Scenario != ScenarioSend:
+		return errors.New("--deliveries: only with --scenario send")
 	case Seeded(o.Scenario) && o.Users < 1:
 		return errors.New("--users: want at least 1")
 	case strings.ContainsAny(o.Username, "\r\n"):
@@ -141,7 +152,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	res := &Result{Scenario: o.Scenario, Mode: "closed", Concurrency: o.Concurrency, Rate: o.Rate,
-		Hardening: o.Hardening, DurationS: o.Duration.Seconds()}
+		Hardening: o.Hardening, IdempotencyKeys: o.Hardening && !o.NoKeys, DurationS: o.Duration.Seconds()}
 	if o.Rate > 0 {
 		res.Mode = "open"
 	}
@@ -161,8 +172,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Server != nil {
 		serverBefore, _ = o.Server.usage()
 	}
+	var deliveredBefore deliveryCounts
+	if o.Deliveries {
+		if deliveredBefore, err = scrapeDelivery(ctx, base); err != nil {
+			return nil, err
+		}
+	}
 	selfBefore := selfCPU()
-	stopProgress := r.startProgress(time.Now())
+	start := time.Now()
+	stopProgress := r.startProgress(start)
 	elapsed, unsent := drive(ctx, realClock{ctx}, plan{workers: o.Concurrency, rate: o.Rate, duration: o.Duration},
 		func(i int) bool { return workers[i].timed() }, &r.hist, &r.started)
 	stopProgress()
@@ -175,6 +193,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	r.fill(res, elapsed, unsent)
+	if o.Deliveries {
+		r.progressf("waiting for %d messages to be delivered…\n", res.OK)
+		wait := cmp.Or(o.DeliveryWait, time.Minute)
+		if res.Delivery, err = waitDelivered(ctx, base, deliveredBefore, res.OK, start, time.Now().Add(wait)); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 

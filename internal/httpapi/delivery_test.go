@@ -423,6 +423,7 @@ func TestDeliveryMetrics(t *testing.T) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	for _, want := range []string{`parley_messages_total{status="sent"} 1`, `parley_provider_request_seconds_count{outcome="sent",provider="sim"} 1`,
+		"parley_message_time_to_sent_seconds_count 1",
 		"parley_queue_jobs_waiting", "parley_queue_oldest_job_age_seconds", "parley_webhook_deliveries_pending", "parley_delivery_retries_total", "go_goroutines"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)

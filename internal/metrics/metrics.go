@@ -28,6 +28,7 @@ type Metrics struct {
 	transitions     *prometheus.CounterVec
 	providerSeconds *prometheus.HistogramVec
 	retries         prometheus.Counter
+	timeToSent      prometheus.Histogram
 	webhookAttempts *prometheus.HistogramVec
 	requests        *requests
 }
@@ -51,12 +52,17 @@ func New(queue QueueStats) *Metrics {
 		}),
 		requests: newRequests(),
 	}
+	m.timeToSent = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "parley_message_time_to_sent_seconds",
+		Help:    "Time from POST /messages to the provider taking the message: how long messages queue.",
+		Buckets: []float64{.025, .05, .1, .25, .5, .75, 1, 2.5, 5, 10, 30, 60, 300},
+	})
 	m.webhookAttempts = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "parley_webhook_attempt_seconds",
 		Help:    "Webhook delivery attempts by outcome (delivered, retrying, failed, disabled) and their latency.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15},
 	}, []string{"outcome"})
-	m.Registry.MustRegister(m.transitions, m.providerSeconds, m.retries, m.webhookAttempts,
+	m.Registry.MustRegister(m.transitions, m.providerSeconds, m.retries, m.timeToSent, m.webhookAttempts,
 		m.requests.total, m.requests.seconds, m.requests.inFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queue != nil {
@@ -82,6 +88,10 @@ func (m *Metrics) ProviderCall(provider, outcome string, d time.Duration) {
 func (m *Metrics) WebhookAttempt(outcome string, latency time.Duration) {
 	m.webhookAttempts.WithLabelValues(outcome).Observe(latency.Seconds())
 }
+
+// Sent observes how long a message waited from its creation until the
+// provider took it.
+func (m *Metrics) Sent(waited time.Duration) { m.timeToSent.Observe(waited.Seconds()) }
 
 // Retry counts a delivery attempt that will be retried.
 func (m *Metrics) Retry() { m.retries.Inc() }

@@ -28,6 +28,8 @@ type Idempotent interface{ Idempotent() bool }
 // DeliveryMetrics observes the pipeline; nil-safe no-ops when unset.
 type DeliveryMetrics interface {
 	Transition(status string)
+	// Sent observes a message's time from creation to the provider.
+	Sent(waited time.Duration)
 	ProviderCall(provider, outcome string, d time.Duration)
 	Retry()
 }
@@ -109,6 +111,9 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 	switch {
 	case err == nil:
 		s.observeCall("sent", took)
+		if s.metrics != nil {
+			s.metrics.Sent(s.db.Now().Sub(d.Message.DateCreated.Time))
+		}
 		log.Info("delivery attempt", "outcome", "sent", "provider_id", receipt.ProviderID, "duration", took)
 		return s.db.WithTx(ctx, func(tx *store.Tx) error {
 			ok, err := s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusSent, At: tx.Now(),

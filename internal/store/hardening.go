@@ -16,18 +16,22 @@ import (
 const groupBatch = 256
 
 // groupOp is one small write waiting for the group commit: a key to
-// claim, a response to save, or any other write fn.
+// claim, a response to save, a user to create, or any other write fn.
 type groupOp struct {
 	claim *keyClaim
 	save  *keySave
+	user  *userInsert
 	fn    func(ctx context.Context, tx *Tx) error
+	// failed is the op's own outcome (a duplicate, a replay), which does
+	// not fail the others.
+	failed error
 
 	err  error
 	done chan struct{}
 }
 
-// groupCommit runs the small writes of idempotency keys in shared
-// transactions: one goroutine
+// groupCommit runs small writes — user creates, idempotency keys — in
+// shared transactions: one goroutine
 // commits whatever has queued while the previous commit ran. The writes
 // then cost a fraction of a transaction each instead of one each, which
 // on SQLite's single writer is most of their cost.
@@ -44,6 +48,9 @@ var ErrClosed = errors.New("store: closed")
 // qRecordSignature records a signed write's signature (see SignedWrite).
 const qRecordSignature = `INSERT INTO seen_signatures (expires_at, sig) VALUES (?, ?) ON CONFLICT (expires_at, sig) DO NOTHING`
 
+// qForgetSignature undoes qRecordSignature inside a shared transaction.
+const qForgetSignature = `DELETE FROM seen_signatures WHERE expires_at = ? AND sig = ?`
+
 // recordSignature records the request's signature in its transaction, or
 // fails with ErrReplayed when it is already there (D2). A replay carries
 // the same x-date, so the same expiry: the key collides across nodes.
@@ -58,10 +65,15 @@ func (tx *Tx) recordSignature(ctx context.Context, sw *parley.SignedWrite) error
 	return nil
 }
 
-// inGroup queues op for the next group commit and waits for it.
+// inGroup queues op for the next group commit and waits for it. On
+// PostgreSQL the op runs at once on its own (see runAlone).
 func (db *DB) inGroup(ctx context.Context, op *groupOp) error {
-	g := db.startGroup()
 	op.done = make(chan struct{})
+	if db.engine == "postgres" {
+		op.finish(db.runAlone(ctx, op))
+		return op.err
+	}
+	g := db.startGroup()
 	select {
 	case g.queue <- op:
 	case <-g.closing:
@@ -135,20 +147,75 @@ func (db *DB) commitGroup(batch []*groupOp) {
 	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch) })
 	if err != nil && len(batch) > 1 {
 		for _, op := range batch {
-			op.err = db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) })
-			close(op.done)
+			op.finish(db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) }))
 		}
 		return
 	}
 	for _, op := range batch {
-		op.err = err
-		close(op.done)
+		op.finish(err)
 	}
 }
 
-// runGroupOps claims the batch's keys, saves its responses, then runs
-// the other writes in order.
+// runAlone runs op without a group: on PostgreSQL one goroutine running a
+// batch's statements one round trip after another is slower than the
+// pool's connections running them side by side, and the server already
+// flushes concurrent commits to its WAL together. A claim or a save is a
+// single statement there, so it needs no transaction of its own.
+func (db *DB) runAlone(ctx context.Context, op *groupOp) error {
+	switch {
+	case op.claim != nil:
+		c := op.claim
+		c.rec = nil
+		s, err := db.writeStmts.get(ctx, qClaimNewKey)
+		if err != nil {
+			return err
+		}
+		res, err := s.ExecContext(ctx, c.brandID, c.key, c.hash, c.lockedUntil, micros(db.Now()), c.expires)
+		if err != nil {
+			return fmt.Errorf("store: claim idempotency key: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+	case op.save != nil:
+		v := op.save
+		s, err := db.writeStmts.get(ctx, qSaveKey)
+		if err != nil {
+			return err
+		}
+		if _, err := s.ExecContext(ctx, v.status, v.contentType, v.body, v.brandID, v.key); err != nil {
+			return fmt.Errorf("store: save idempotent response: %w", err)
+		}
+		return nil
+	}
+	// Ops record a request's signature themselves, when they do (a create).
+	ctx = parley.NewContextWithSignedWrite(ctx, nil)
+	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) })
+}
+
+// finish reports the op's outcome once its transaction ended with err.
+func (op *groupOp) finish(err error) {
+	if err == nil {
+		err = op.failed
+		if u := op.user; err == nil && u != nil && u.signed != nil {
+			u.signed.MarkRecorded()
+		}
+	}
+	op.err = err
+	close(op.done)
+}
+
+// runGroupOps creates the batch's users, claims its keys, saves its
+// responses, then runs the other writes in order.
 func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
+	for _, op := range batch {
+		if op.user != nil {
+			var err error
+			if op.failed, err = op.user.insert(ctx, tx); err != nil {
+				return err
+			}
+		}
+	}
 	if err := claimKeys(ctx, tx, batch); err != nil {
 		return err
 	}
@@ -296,13 +363,15 @@ const (
 			WHERE idempotency_keys.expires_at <= ? OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= ?)`
 	qReadKey = `SELECT request_hash, status, content_type, body FROM idempotency_keys
 			WHERE brand_id = ? AND idem_key = ?`
+	qClaimNewKey = `INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (brand_id, idem_key) DO NOTHING`
 	qSaveKey = `UPDATE idempotency_keys SET status = ?, content_type = ?, body = ?, locked_until = NULL
 		WHERE brand_id = ? AND idem_key = ?`
 	qReleaseKey = `DELETE FROM idempotency_keys WHERE brand_id = ? AND idem_key = ? AND status IS NULL`
 )
 
 // hardeningWrites are hotWrites: every signed write or keyed POST runs them.
-var hardeningWrites = []string{qRecordSignature, qClaimKey, qReadKey, qSaveKey, qReleaseKey}
+var hardeningWrites = []string{qRecordSignature, qClaimKey, qClaimNewKey, qReadKey, qSaveKey, qReleaseKey}
 
 // IdempotencyRecord is an idempotency key as stored (D13).
 type IdempotencyRecord struct {

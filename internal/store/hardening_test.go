@@ -148,3 +148,67 @@ func TestIdempotencyClaimRace(t *testing.T) {
 		t.Errorf("%d claimed, %d saw it taken; want 4 and 36", claimed.Load(), running.Load())
 	}
 }
+
+// TestInsertUserGrouped: creates that share a group commit keep their own
+// outcomes — one duplicate or replay fails alone — and a signed create
+// records its signature with the user (D2, D5).
+func TestInsertUserGrouped(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	exp := time.Now().Add(time.Minute)
+	var created, dups, replays atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// 20 numbers, each sent three times: twice as copies of one
+			// signed request, once as another request.
+			sig := fmt.Sprint("sig-", i%20)
+			if i >= 40 {
+				sig = fmt.Sprint("other-", i)
+			}
+			ctx := parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: []byte(sig), Expires: exp})
+			err := db.InsertUser(ctx, &parley.User{BrandID: brand, PhoneNumber: fmt.Sprintf("+1415555%04d", i%20)})
+			switch {
+			case err == nil:
+				created.Add(1)
+			case errors.Is(err, parley.ErrReplayed):
+				replays.Add(1)
+			case parley.ErrorCode(err) == parley.EDuplicate:
+				dups.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if created.Load() != 20 || replays.Load()+dups.Load() != 40 {
+		t.Errorf("%d created, %d replays, %d duplicates; want 20 created and 40 refused",
+			created.Load(), replays.Load(), dups.Load())
+	}
+	var users int
+	db.Writer().QueryRow("SELECT count(*) FROM users").Scan(&users)
+	if users != 20 {
+		t.Errorf("%d users stored, want 20", users)
+	}
+
+	// One after another: a copy of a create is a replay; a copy of a
+	// create refused as a duplicate changed nothing, so it is refused the
+	// same way again.
+	insert := func(sig, phone string) error {
+		ctx := parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: []byte(sig), Expires: exp})
+		return db.InsertUser(ctx, &parley.User{BrandID: brand, PhoneNumber: phone})
+	}
+	if err := insert("a", "+14155559001"); err != nil {
+		t.Fatal(err)
+	}
+	if err := insert("a", "+14155559001"); !errors.Is(err, parley.ErrReplayed) {
+		t.Errorf("copy of a create: %v, want ErrReplayed", err)
+	}
+	for range 2 {
+		if err := insert("b", "+14155559001"); parley.ErrorCode(err) != parley.EDuplicate {
+			t.Errorf("a duplicate create and its copy: %v, want duplicate_record_found", err)
+		}
+	}
+}

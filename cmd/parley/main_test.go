@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -299,4 +301,25 @@ func openForTest(t *testing.T, dir string) (*app.App, error) {
 		t.Cleanup(func() { a.Close() })
 	}
 	return a, err
+}
+
+// TestTuneGC: serve raises GOGC and sets a memory limit unless the
+// operator set GOGC or GOMEMLIMIT.
+func TestTuneGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	tuneGC(func(k string) string { return map[string]string{"GOGC": "50", "GOMEMLIMIT": "1GiB"}[k] })
+	if p := debug.SetGCPercent(100); p != 100 {
+		t.Errorf("GC percent %d with GOGC set, want it left alone", p)
+	}
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		t.Errorf("memory limit %d with GOMEMLIMIT set, want it left alone", l)
+	}
+	tuneGC(func(string) string { return "" })
+	if p := debug.SetGCPercent(100); p != 400 {
+		t.Errorf("GC percent %d, want 400", p)
+	}
+	if l := debug.SetMemoryLimit(-1); l != 100<<20 {
+		t.Errorf("memory limit %d, want 100 MiB", l)
+	}
 }

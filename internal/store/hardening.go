@@ -66,10 +66,10 @@ func (tx *Tx) recordSignature(ctx context.Context, sw *parley.SignedWrite) error
 }
 
 // inGroup queues op for the next group commit and waits for it. On
-// PostgreSQL the op runs at once on its own (see runAlone).
+// PostgreSQL an idempotency write runs at once on its own (see runAlone).
 func (db *DB) inGroup(ctx context.Context, op *groupOp) error {
 	op.done = make(chan struct{})
-	if db.engine == "postgres" {
+	if db.engine == "postgres" && op.user == nil {
 		op.finish(db.runAlone(ctx, op))
 		return op.err
 	}
@@ -156,11 +156,10 @@ func (db *DB) commitGroup(batch []*groupOp) {
 	}
 }
 
-// runAlone runs op without a group: on PostgreSQL one goroutine running a
-// batch's statements one round trip after another is slower than the
-// pool's connections running them side by side, and the server already
-// flushes concurrent commits to its WAL together. A claim or a save is a
-// single statement there, so it needs no transaction of its own.
+// runAlone runs op without a group. On PostgreSQL a key's claim or
+// response is one statement, which the pool's connections run side by
+// side faster than one goroutine would run a batch of them, a round trip
+// each.
 func (db *DB) runAlone(ctx context.Context, op *groupOp) error {
 	switch {
 	case op.claim != nil:
@@ -205,15 +204,77 @@ func (op *groupOp) finish(err error) {
 	close(op.done)
 }
 
+// recordSignatures records the signatures of the batch's creates with one
+// INSERT, which returns the keys it added, and reports the creates whose
+// signature was there already — or earlier in the batch: replays.
+func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*groupOp]bool, error) {
+	type sigKey struct {
+		expires int64
+		sig     string
+	}
+	var q strings.Builder
+	var args []any
+	first := map[sigKey]*groupOp{}
+	replayed := map[*groupOp]bool{}
+	for _, op := range batch {
+		if op.user == nil || op.user.signed == nil || op.user.signed.Recorded() {
+			continue
+		}
+		sw := op.user.signed
+		k := sigKey{micros(sw.Expires), string(sw.Key)}
+		if _, dup := first[k]; dup {
+			replayed[op] = true
+			continue
+		}
+		first[k] = op
+		replayed[op] = true // until the INSERT says it added the key
+		if len(args) == 0 {
+			q.WriteString(`INSERT INTO seen_signatures (expires_at, sig) VALUES (?, ?)`)
+		} else {
+			q.WriteString(", (?, ?)")
+		}
+		args = append(args, k.expires, sw.Key)
+	}
+	if len(args) == 0 {
+		return replayed, nil
+	}
+	q.WriteString(` ON CONFLICT (expires_at, sig) DO NOTHING RETURNING expires_at, sig`)
+	rows, err := tx.query(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: record signatures: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k sigKey
+		var sig []byte
+		if err := rows.Scan(&k.expires, &sig); err != nil {
+			return nil, fmt.Errorf("store: record signatures: %w", err)
+		}
+		k.sig = string(sig)
+		if op := first[k]; op != nil {
+			delete(replayed, op)
+		}
+	}
+	return replayed, rows.Err()
+}
+
 // runGroupOps creates the batch's users, claims its keys, saves its
 // responses, then runs the other writes in order.
 func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
+	replayed, err := recordSignatures(ctx, tx, batch)
+	if err != nil {
+		return err
+	}
 	for _, op := range batch {
-		if op.user != nil {
-			var err error
-			if op.failed, err = op.user.insert(ctx, tx); err != nil {
-				return err
-			}
+		if op.user == nil {
+			continue
+		}
+		if replayed[op] {
+			op.failed = parley.ErrReplayed
+			continue
+		}
+		if op.failed, err = op.user.insert(ctx, tx); err != nil {
+			return err
 		}
 	}
 	if err := claimKeys(ctx, tx, batch); err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/parleyhq/parley"
 )
@@ -74,33 +73,12 @@ func (tx *Tx) InsertUser(ctx context.Context, u *parley.User) error {
 	return insertUser(ctx, tx.queryRow, u)
 }
 
-// InsertUser is Tx.InsertUser outside a transaction of the caller's. It
-// dates the user with the database clock. On SQLite creates that arrive
-// together share one transaction (and, with the request's signature, its
-// replay record): a create costs a fraction of a commit on the single
-// writer.
+// InsertUser is Tx.InsertUser outside a transaction of the caller's, dated
+// with the database clock. Creates that arrive together share one
+// transaction (with their requests' replay records): a create costs a
+// fraction of a commit — of SQLite's single writer, of PostgreSQL's fsync.
 func (db *DB) InsertUser(ctx context.Context, u *parley.User) error {
-	sw := parley.SignedWriteFromContext(ctx)
-	if db.engine != "postgres" {
-		return db.inGroup(ctx, &groupOp{user: &userInsert{u: u, signed: sw}})
-	}
-	// PostgreSQL: the pool's connections run creates side by side, so no
-	// group; without a signature to record, one statement and no transaction.
-	if sw != nil && !sw.Recorded() {
-		return db.WithTx(ctx, func(tx *Tx) error {
-			u.DateCreated, u.DateLastUpdated = parley.Time{Time: tx.now}, parley.Time{Time: tx.now}
-			return tx.InsertUser(ctx, u)
-		})
-	}
-	now := db.Now().UTC().Truncate(time.Microsecond)
-	u.DateCreated, u.DateLastUpdated = parley.Time{Time: now}, parley.Time{Time: now}
-	return insertUser(ctx, func(ctx context.Context, q string, args ...any) (*sql.Row, error) {
-		s, err := db.writeStmts.get(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		return s.QueryRowContext(ctx, args...), nil
-	}, u)
+	return db.inGroup(ctx, &groupOp{user: &userInsert{u: u, signed: parley.SignedWriteFromContext(ctx)}})
 }
 
 // userInsert is one create in a group commit.
@@ -116,14 +94,8 @@ var qInsertUserIfFree = strings.Replace(qInsertUser, " RETURNING id",
 
 // insert runs one grouped create. Its outcome for the request (replayed,
 // duplicate) comes back as failed; err is a failure of the transaction.
+// Its signature, if any, is recorded already (recordSignatures).
 func (w *userInsert) insert(ctx context.Context, tx *Tx) (failed, err error) {
-	if sw := w.signed; sw != nil && !sw.Recorded() {
-		if err := tx.recordSignature(ctx, sw); err == parley.ErrReplayed {
-			return err, nil
-		} else if err != nil {
-			return nil, err
-		}
-	}
 	w.u.DateCreated, w.u.DateLastUpdated = parley.Time{Time: tx.now}, parley.Time{Time: tx.now}
 	err = insertUserQuery(ctx, tx.queryRow, qInsertUserIfFree, w.u)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"math"
@@ -22,8 +23,10 @@ type IdempotencyStore interface {
 	// and returns nil, or returns the key's record when another request
 	// holds or held it.
 	ClaimIdempotencyKey(ctx context.Context, brandID int64, key string, hash []byte, lockedUntil, expires time.Time) (*IdempotencyRecord, error)
-	SaveIdempotentResponse(ctx context.Context, brandID int64, key string, status int, contentType string, body []byte) error
-	ReleaseIdempotencyKey(ctx context.Context, brandID int64, key string) error
+	// SaveIdempotentResponse and ReleaseIdempotencyKey end the claim made
+	// until lockedUntil; a key taken over since is left alone.
+	SaveIdempotentResponse(ctx context.Context, brandID int64, key string, lockedUntil time.Time, status int, contentType string, body []byte) error
+	ReleaseIdempotencyKey(ctx context.Context, brandID int64, key string, lockedUntil time.Time) error
 }
 
 // IdempotencyRecord is a key's request hash and, once Done, its first response.
@@ -52,7 +55,8 @@ func (s *Server) signedWrite(r *http.Request, username string) *parley.SignedWri
 	h.Write([]byte{0})
 	h.Write([]byte(r.Header.Get(signing.HeaderSignature)))
 	// Kept until the x-date leaves the skew window; the date check rejects it after.
-	return &parley.SignedWrite{Key: h.Sum(nil)[:16], Expires: date.Add(s.ClockSkew)}
+	// A minute's margin covers nodes whose clocks differ a little.
+	return &parley.SignedWrite{Key: h.Sum(nil)[:16], Expires: date.Add(s.ClockSkew + time.Minute)}
 }
 
 // idempotent runs h once per Idempotency-Key (D13): the first response is
@@ -70,11 +74,16 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, req *request
 	}
 	sum := sha256.Sum256([]byte(r.Method + " " + signing.RequestTarget(r) + "\n" + r.Header.Get(signing.HeaderDigest)))
 	now := s.Now()
-	// The claim outlives the request's deadline a little, so a node that
-	// dies mid-request frees the key soon after.
-	rec, err := s.Idempotency.ClaimIdempotencyKey(r.Context(), req.brandID, key, sum[:],
-		now.Add(s.RequestTimeout+5*time.Second), now.Add(IdempotencyTTL))
+	// The claim outlives the request's deadline and the time its response
+	// takes to be stored, so a node that dies mid-request frees the key
+	// soon after, and a slow request is never overtaken by its retry.
+	lockedUntil := now.Add(s.RequestTimeout + saveTimeout + 5*time.Second).Truncate(time.Microsecond)
+	rec, err := s.Idempotency.ClaimIdempotencyKey(r.Context(), req.brandID, key, sum[:], lockedUntil, now.Add(IdempotencyTTL))
 	if err != nil {
+		// The claim may have committed after this request gave up waiting.
+		s.afterRequest(r, func(ctx context.Context) error {
+			return s.Idempotency.ReleaseIdempotencyKey(ctx, req.brandID, key, lockedUntil)
+		})
 		return err
 	}
 	if rec != nil {
@@ -100,26 +109,34 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, req *request
 	}
 	// The outcome is stored after the request, off its path: until then a
 	// repeat finds the key in use and retries. It is stored even if the
-	// client has gone, since its retry must find it. A server error is not
-	// stored, so a retry runs again.
+	// client has gone, since its retry must find it. A server error or a
+	// refused copy (401) is not the answer to keep: the key is released.
+	status, ctype, body := cmp.Or(rw.status, http.StatusOK), w.Header().Get("Content-Type"), rw.body.Bytes()
+	s.afterRequest(r, func(ctx context.Context) error {
+		if status >= 500 || status == http.StatusUnauthorized {
+			return s.Idempotency.ReleaseIdempotencyKey(ctx, req.brandID, key, lockedUntil)
+		}
+		return s.Idempotency.SaveIdempotentResponse(ctx, req.brandID, key, lockedUntil, status, ctype, body)
+	})
+	return nil
+}
+
+// saveTimeout bounds storing a key's outcome after its request.
+const saveTimeout = 10 * time.Second
+
+// afterRequest runs an idempotency key's bookkeeping once the request is
+// done, off its path; Wait waits for it.
+func (s *Server) afterRequest(r *http.Request, fn func(ctx context.Context) error) {
 	ctx := context.WithoutCancel(r.Context())
-	status, ctype, body := rw.status, w.Header().Get("Content-Type"), rw.body.Bytes()
 	s.background.Add(1)
 	go func() {
 		defer s.background.Done()
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, saveTimeout)
 		defer cancel()
-		var err error
-		if status >= 500 {
-			err = s.Idempotency.ReleaseIdempotencyKey(ctx, req.brandID, key)
-		} else {
-			err = s.Idempotency.SaveIdempotentResponse(ctx, req.brandID, key, status, ctype, body)
-		}
-		if err != nil {
+		if err := fn(ctx); err != nil {
 			s.logger.Warn("idempotency key not recorded", "request_id", requestID(ctx), "error", err.Error())
 		}
 	}()
-	return nil
 }
 
 // recordingWriter passes the response through and keeps a copy.

@@ -490,9 +490,13 @@ func TestCredentialRotation(t *testing.T) {
 		t.Errorf("rotating a revoked credential: %v", err)
 	}
 	// Revoking during the grace period ends it at once.
-	n2, _, err := e.App.Service.RotateCredential(e.Ctx, newCred.Username, 0)
+	n2, inGrace, err := e.App.Service.RotateCredential(e.Ctx, newCred.Username, 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Rotating it again in its grace period works, and keeps the earlier end.
+	if _, again, err := e.App.Service.RotateCredential(e.Ctx, newCred.Username, 48*time.Hour); err != nil || !again.RevokedAt.Equal(inGrace.RevokedAt.Time) {
+		t.Fatalf("second rotation in the grace period: %+v %v, want the end kept at %v", again, err, inGrace.RevokedAt)
 	}
 	if err := e.App.Service.RevokeCredential(e.Ctx, newCred.Username); err != nil {
 		t.Fatal(err)
@@ -606,5 +610,41 @@ func TestClientIdempotencyKey(t *testing.T) {
 	}
 	if n := e.Count(t, "messages"); n != 1 {
 		t.Errorf("%d messages, want 1", n)
+	}
+}
+
+// TestIdempotencyReplayedCopyNotStored: a copy of a signed request refused
+// as replayed (401) is not kept as its key's answer (D2, D13).
+func TestIdempotencyReplayedCopyNotStored(t *testing.T) {
+	e := apitest.New(t)
+	body := []byte(`{"phone_number":"+14155552671"}`)
+	h := authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
+	h.Set("Idempotency-Key", "first")
+	if r := authSend(t, e, "POST", "/api/v1/users", body, h); r.status != 201 {
+		t.Fatalf("first: %d %s", r.status, r.body)
+	}
+	h.Set("Idempotency-Key", "copy") // the key is not signed: the copy is still one
+	wantError(t, authSend(t, e, "POST", "/api/v1/users", body, h), 401, parley.ENotAuthenticated)
+	e.App.Server.Wait()
+	if n := e.Count(t, "idempotency_keys"); n != 1 {
+		t.Errorf("%d keys stored, want only the first: a replayed copy's 401 is not an answer to keep", n)
+	}
+}
+
+// TestIdempotencyEmptyAnswer: a handler that writes nothing answered 200,
+// and its replay is a 200 too.
+func TestIdempotencyEmptyAnswer(t *testing.T) {
+	e := apitest.New(t)
+	body := []byte(`{}`)
+	for i := range 2 {
+		r := httptest.NewRequest("POST", "/api/v1/users", bytes.NewReader(body))
+		r.Header = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
+		r.Header.Set("Idempotency-Key", "quiet")
+		w := httptest.NewRecorder()
+		httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(http.ResponseWriter) error { return nil })
+		e.App.Server.Wait()
+		if w.Code != 200 || (i == 1 && w.Header().Get("Idempotent-Replayed") != "true") {
+			t.Fatalf("request %d: %d replayed=%q", i+1, w.Code, w.Header().Get("Idempotent-Replayed"))
+		}
 	}
 }

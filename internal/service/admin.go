@@ -233,7 +233,8 @@ func (s *Service) RotateCredential(ctx context.Context, username string, grace t
 	}
 	newCred, newRec := s.newCredential(rec.BrandID)
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
-		if err := tx.RevokeCredentialAt(ctx, username, tx.Now().Add(grace)); err != nil {
+		// Already rotated and in its grace period: it keeps its earlier end.
+		if err := tx.RevokeCredentialAt(ctx, username, tx.Now().Add(grace)); err != nil && (rec.RevokedAt == nil || !errors.Is(err, store.ErrNotFound)) {
 			return err
 		}
 		return tx.CreateCredential(ctx, newRec)

@@ -37,6 +37,7 @@ type groupOp struct {
 // on SQLite's single writer is most of their cost.
 type groupCommit struct {
 	once    sync.Once
+	stop    sync.Once
 	queue   chan *groupOp
 	closing chan struct{}
 	stopped chan struct{}
@@ -84,6 +85,8 @@ func (db *DB) inGroup(ctx context.Context, op *groupOp) error {
 	select {
 	case <-op.done:
 		return op.err
+	case <-g.stopped: // queued after the last drain
+		return ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -126,7 +129,7 @@ func (db *DB) runGroup(g *groupCommit) {
 // stopGroup ends the group committer; writes still queued get ErrClosed.
 func (db *DB) stopGroup() {
 	g := db.startGroup()
-	close(g.closing)
+	g.stop.Do(func() { close(g.closing) })
 	<-g.stopped
 	for {
 		select {
@@ -147,7 +150,7 @@ func (db *DB) commitGroup(batch []*groupOp) {
 	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch) })
 	if err != nil && len(batch) > 1 {
 		for _, op := range batch {
-			op.finish(db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) }))
+			op.finish(db.runOne(op))
 		}
 		return
 	}
@@ -182,13 +185,20 @@ func (db *DB) runAlone(ctx context.Context, op *groupOp) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.ExecContext(ctx, v.status, v.contentType, v.body, v.brandID, v.key); err != nil {
+		if _, err := s.ExecContext(ctx, v.status, v.contentType, v.body, v.brandID, v.key, v.lockedUntil); err != nil {
 			return fmt.Errorf("store: save idempotent response: %w", err)
 		}
 		return nil
 	}
 	// Ops record a request's signature themselves, when they do (a create).
 	ctx = parley.NewContextWithSignedWrite(ctx, nil)
+	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) })
+}
+
+// runOne runs op in a transaction of its own, with a deadline of its own.
+func (db *DB) runOne(op *groupOp) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) })
 }
 
@@ -258,8 +268,8 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 	return replayed, rows.Err()
 }
 
-// runGroupOps creates the batch's users, claims its keys, saves its
-// responses, then runs the other writes in order.
+// runGroupOps creates the batch's users, saves its responses, runs the
+// other writes in order, then claims its keys.
 func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	replayed, err := recordSignatures(ctx, tx, batch)
 	if err != nil {
@@ -277,9 +287,8 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 			return err
 		}
 	}
-	if err := claimKeys(ctx, tx, batch); err != nil {
-		return err
-	}
+	// Saves and releases first: a claim in the same batch then sees the
+	// key as it ends up.
 	if err := saveResponses(ctx, tx, batch); err != nil {
 		return err
 	}
@@ -290,7 +299,7 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 			}
 		}
 	}
-	return nil
+	return claimKeys(ctx, tx, batch)
 }
 
 // keyClaim asks for an idempotency key (see ClaimIdempotencyKey).
@@ -396,6 +405,7 @@ func claimExisting(ctx context.Context, tx *Tx, c *keyClaim) error {
 type keySave struct {
 	brandID     int64
 	key         string
+	lockedUntil int64 // the claim's: a key taken over since is not touched
 	status      int
 	contentType string
 	body        []byte
@@ -406,7 +416,7 @@ type keySave struct {
 func saveResponses(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	for _, op := range batch {
 		if v := op.save; v != nil {
-			if _, err := tx.exec(ctx, qSaveKey, v.status, v.contentType, v.body, v.brandID, v.key); err != nil {
+			if _, err := tx.exec(ctx, qSaveKey, v.status, v.contentType, v.body, v.brandID, v.key, v.lockedUntil); err != nil {
 				return fmt.Errorf("store: save idempotent response: %w", err)
 			}
 		}
@@ -427,8 +437,8 @@ const (
 	qClaimNewKey = `INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (brand_id, idem_key) DO NOTHING`
 	qSaveKey = `UPDATE idempotency_keys SET status = ?, content_type = ?, body = ?, locked_until = NULL
-		WHERE brand_id = ? AND idem_key = ?`
-	qReleaseKey = `DELETE FROM idempotency_keys WHERE brand_id = ? AND idem_key = ? AND status IS NULL`
+		WHERE brand_id = ? AND idem_key = ? AND locked_until = ? AND status IS NULL`
+	qReleaseKey = `DELETE FROM idempotency_keys WHERE brand_id = ? AND idem_key = ? AND locked_until = ? AND status IS NULL`
 )
 
 // hardeningWrites are hotWrites: every signed write or keyed POST runs them.
@@ -457,16 +467,19 @@ func (db *DB) ClaimIdempotencyKey(ctx context.Context, brandID int64, key string
 	return c.rec, nil
 }
 
-// SaveIdempotentResponse stores the response of the request that claimed the key.
-func (db *DB) SaveIdempotentResponse(ctx context.Context, brandID int64, key string, status int, contentType string, body []byte) error {
-	return db.inGroup(ctx, &groupOp{save: &keySave{brandID: brandID, key: key, status: status, contentType: contentType, body: body}})
+// SaveIdempotentResponse stores the response of the request that claimed
+// the key until lockedUntil; if another request has taken the key over
+// since, it changes nothing.
+func (db *DB) SaveIdempotentResponse(ctx context.Context, brandID int64, key string, lockedUntil time.Time, status int, contentType string, body []byte) error {
+	return db.inGroup(ctx, &groupOp{save: &keySave{brandID: brandID, key: key, lockedUntil: micros(lockedUntil),
+		status: status, contentType: contentType, body: body}})
 }
 
 // ReleaseIdempotencyKey forgets a claimed key whose request ended without
 // an answer worth replaying, so the client may try again with it.
-func (db *DB) ReleaseIdempotencyKey(ctx context.Context, brandID int64, key string) error {
+func (db *DB) ReleaseIdempotencyKey(ctx context.Context, brandID int64, key string, lockedUntil time.Time) error {
 	return db.inGroup(ctx, &groupOp{fn: func(ctx context.Context, tx *Tx) error {
-		_, err := tx.exec(ctx, qReleaseKey, brandID, key)
+		_, err := tx.exec(ctx, qReleaseKey, brandID, key, micros(lockedUntil))
 		if err != nil {
 			return fmt.Errorf("store: release idempotency key: %w", err)
 		}

@@ -74,7 +74,7 @@ func TestIdempotencyClaim(t *testing.T) {
 	db := mustOpenDB(t)
 	brand := mustBrand(t, db)
 	ctx := t.Context()
-	now := time.Now()
+	now := time.Now().Truncate(time.Microsecond)
 	db.Now = func() time.Time { return now }
 	hash := []byte("request-1")
 	lock, exp := now.Add(20*time.Second), now.Add(24*time.Hour)
@@ -88,10 +88,21 @@ func TestIdempotencyClaim(t *testing.T) {
 	}
 	// The holder died: after its lock the key is free again.
 	now = now.Add(21 * time.Second)
-	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", hash, now.Add(20*time.Second), exp); err != nil || rec != nil {
+	lock2 := now.Add(20 * time.Second)
+	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", hash, lock2, exp); err != nil || rec != nil {
 		t.Fatalf("claim after the holder's lock: %+v %v, want it claimed", rec, err)
 	}
-	if err := db.SaveIdempotentResponse(ctx, brand, "k", 201, "application/json", []byte(`{"id":1}`)); err != nil {
+	// The first holder's late answer must not end the second's claim.
+	if err := db.SaveIdempotentResponse(ctx, brand, "k", lock, 500, "text/plain", []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ReleaseIdempotencyKey(ctx, brand, "k", lock); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", hash, lock2, exp); err != nil || rec == nil || rec.Done {
+		t.Fatalf("after a stale save and release: %+v %v, want the second claim still running", rec, err)
+	}
+	if err := db.SaveIdempotentResponse(ctx, brand, "k", lock2, 201, "application/json", []byte(`{"id":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	// Done: never taken over, however long it has been, until it expires.
@@ -101,11 +112,12 @@ func TestIdempotencyClaim(t *testing.T) {
 		t.Fatalf("claim of a done key: %+v %v", rec, err)
 	}
 	now = exp
-	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", []byte("request-3"), now.Add(20*time.Second), now.Add(24*time.Hour)); err != nil || rec != nil {
+	lock3 := now.Add(20 * time.Second)
+	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", []byte("request-3"), lock3, now.Add(24*time.Hour)); err != nil || rec != nil {
 		t.Fatalf("claim after expiry: %+v %v, want it claimed", rec, err)
 	}
 	// Release forgets a claim that has no answer, so a retry runs.
-	if err := db.ReleaseIdempotencyKey(ctx, brand, "k"); err != nil {
+	if err := db.ReleaseIdempotencyKey(ctx, brand, "k", lock3); err != nil {
 		t.Fatal(err)
 	}
 	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", hash, now.Add(20*time.Second), now.Add(24*time.Hour)); err != nil || rec != nil {
@@ -119,7 +131,7 @@ func TestIdempotencyClaimRace(t *testing.T) {
 	db := mustOpenDB(t)
 	brand := mustBrand(t, db)
 	ctx := t.Context()
-	now := time.Now()
+	now := time.Now().Truncate(time.Microsecond)
 	var claimed, running atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 40 {
@@ -133,7 +145,7 @@ func TestIdempotencyClaimRace(t *testing.T) {
 				t.Error(err)
 			case rec == nil:
 				claimed.Add(1)
-				if err := db.SaveIdempotentResponse(ctx, brand, key, 201, "application/json", []byte(key)); err != nil {
+				if err := db.SaveIdempotentResponse(ctx, brand, key, now.Add(time.Minute), 201, "application/json", []byte(key)); err != nil {
 					t.Error(err)
 				}
 			case !rec.Done || string(rec.Body) == key:

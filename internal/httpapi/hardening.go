@@ -128,14 +128,24 @@ const saveTimeout = 10 * time.Second
 // done, off its path; Wait waits for it.
 func (s *Server) afterRequest(r *http.Request, fn func(ctx context.Context) error) {
 	ctx := context.WithoutCancel(r.Context())
-	s.background.Add(1)
-	go func() {
-		defer s.background.Done()
+	run := func() {
 		ctx, cancel := context.WithTimeout(ctx, saveTimeout)
 		defer cancel()
 		if err := fn(ctx); err != nil {
 			s.logger.Warn("idempotency key not recorded", "request_id", requestID(ctx), "error", err.Error())
 		}
+	}
+	s.bgMu.Lock()
+	if s.waiting {
+		s.bgMu.Unlock()
+		run()
+		return
+	}
+	s.background.Add(1)
+	s.bgMu.Unlock()
+	go func() {
+		defer s.background.Done()
+		run()
 	}()
 }
 

@@ -44,7 +44,10 @@ func startProcess(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, os.Args[0])
-	cmd.Env = append(os.Environ(), append(env, envAsParley+"=1", "PARLEY_LOG_FORMAT=json",
+	// GOMEMLIMIT=off: a race-instrumented server's heap outgrows the
+	// 100 MiB soft limit serve sets, and collecting nonstop would slow the
+	// test's nodes to a crawl on a loaded machine.
+	cmd.Env = append(os.Environ(), append(env, envAsParley+"=1", "PARLEY_LOG_FORMAT=json", "GOMEMLIMIT=off",
 		"PARLEY_TEST_ARGS="+strings.Join(args, " "))...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	stdout, err := cmd.StdoutPipe()

@@ -11,6 +11,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -112,6 +113,7 @@ func (p *Provider) Flush(ctx context.Context, sink delivery.Sink) error {
 			return err
 		}
 		reported := make([]string, 0, len(due))
+		var failed error
 		for _, r := range due {
 			err := sink.ApplyStatus(ctx, delivery.StatusUpdate{ProviderID: r.ProviderID, MessageID: r.MessageID, Status: r.FinalStatus,
 				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, At: p.Now()})
@@ -119,8 +121,10 @@ func (p *Provider) Flush(ctx context.Context, sink delivery.Sink) error {
 				continue // the next tick reports it
 			}
 			if err != nil {
-				p.ledger.SimMarkReported(ctx, reported) // saves work; a repeat would be harmless
-				return err
+				// The next tick tries it again; the others must not wait
+				// behind a report that keeps failing.
+				failed = cmp.Or(failed, err)
+				continue
 			}
 			reported = append(reported, r.ProviderID)
 		}
@@ -129,8 +133,8 @@ func (p *Provider) Flush(ctx context.Context, sink delivery.Sink) error {
 		if err := p.ledger.SimMarkReported(ctx, reported); err != nil {
 			return err
 		}
-		if len(due) < batch || len(reported) == 0 {
-			return nil
+		if failed != nil || len(due) < batch || len(reported) == 0 {
+			return failed
 		}
 	}
 }

@@ -1,0 +1,61 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/delivery"
+	"github.com/parleyhq/parley/internal/delivery/sim"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// failingSink refuses the reports of one message and counts every call.
+type failingSink struct {
+	mu    sync.Mutex
+	fail  int64
+	calls map[int64]int
+}
+
+func (s *failingSink) ApplyStatus(_ context.Context, u delivery.StatusUpdate) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[u.MessageID]++
+	if u.MessageID == s.fail {
+		return errors.New("database busy")
+	}
+	return nil
+}
+
+func (s *failingSink) ReceiveInbound(context.Context, delivery.Inbound) (string, error) { return "", nil }
+
+// TestFlushPastAFailingReport: a report that keeps failing is retried on
+// the next tick without holding back the reports due after it (issue #4).
+func TestFlushPastAFailingReport(t *testing.T) {
+	ctx := t.Context()
+	db, err := app.OpenDB(ctx, "sqlite:"+filepath.Join(t.TempDir(), "p.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p := sim.New(db)
+	p.Delay = 0
+	for id := int64(1); id <= 3; id++ {
+		if _, err := p.Send(ctx, delivery.Message{ID: id, To: "+14155552671", Body: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink := &failingSink{fail: 1, calls: map[int64]int{}}
+	if err := p.Flush(ctx, sink); err == nil {
+		t.Error("Flush hid the failing report")
+	}
+	if err := p.Flush(ctx, sink); err == nil {
+		t.Error("the second Flush hid the failing report")
+	}
+	if sink.calls[1] != 2 || sink.calls[2] != 1 || sink.calls[3] != 1 {
+		t.Errorf("reports per message %v: want message 1 tried on each flush, 2 and 3 reported once", sink.calls)
+	}
+}

@@ -30,7 +30,9 @@ func (s *failingSink) ApplyStatus(_ context.Context, u delivery.StatusUpdate) er
 	return nil
 }
 
-func (s *failingSink) ReceiveInbound(context.Context, delivery.Inbound) (string, error) { return "", nil }
+func (s *failingSink) ReceiveInbound(context.Context, delivery.Inbound) (string, error) {
+	return "", nil
+}
 
 // TestFlushPastAFailingReport: a report that keeps failing is retried on
 // the next tick without holding back the reports due after it (issue #4).

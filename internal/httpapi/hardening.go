@@ -103,7 +103,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, req *request
 		return nil
 	}
 
-	rw := &recordingWriter{ResponseWriter: w}
+	rw := &recordingWriter{statusWriter: statusWriter{ResponseWriter: w}}
 	if err := h(rw, r, req); err != nil {
 		s.writeError(rw, r, err)
 	}
@@ -151,27 +151,14 @@ func (s *Server) afterRequest(r *http.Request, fn func(ctx context.Context) erro
 
 // recordingWriter passes the response through and keeps a copy.
 type recordingWriter struct {
-	http.ResponseWriter
-	status int
-	body   bytes.Buffer
-}
-
-func (w *recordingWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
+	statusWriter
+	body bytes.Buffer
 }
 
 func (w *recordingWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
 	w.body.Write(b)
-	return w.ResponseWriter.Write(b)
+	return w.statusWriter.Write(b)
 }
-
-func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // limiter holds one token bucket per credential (D13). It is per node:
 // sharing buckets through the database would add a write to every read.

@@ -110,12 +110,8 @@ func (o Optional[T]) Ptr() *T {
 	return &v
 }
 
-type ctxKey int
+type signedWriteKey struct{}
 
-const (
-	brandKey ctxKey = iota
-	signedWriteKey
-)
 
 // SignedWrite is the signature of a signed POST, PUT or DELETE (D2). The
 // first transaction the request commits records it, in the same commit
@@ -140,26 +136,14 @@ var ErrReplayed = &Error{Code: ENotAuthenticated, Message: "HMAC signature verif
 
 // NewContextWithSignedWrite returns ctx carrying the request's signature.
 func NewContextWithSignedWrite(ctx context.Context, w *SignedWrite) context.Context {
-	return context.WithValue(ctx, signedWriteKey, w)
+	return context.WithValue(ctx, signedWriteKey{}, w)
 }
 
 // SignedWriteFromContext returns the request's signature, nil when it is
 // not a signed write or replay protection is off.
 func SignedWriteFromContext(ctx context.Context) *SignedWrite {
-	w, _ := ctx.Value(signedWriteKey).(*SignedWrite)
+	w, _ := ctx.Value(signedWriteKey{}).(*SignedWrite)
 	return w
-}
-
-// NewContextWithBrand returns ctx carrying the id of the brand whose
-// credential signed the request.
-func NewContextWithBrand(ctx context.Context, brandID int64) context.Context {
-	return context.WithValue(ctx, brandKey, brandID)
-}
-
-// BrandIDFromContext returns the authenticated brand id, 0 when there is none.
-func BrandIDFromContext(ctx context.Context) int64 {
-	id, _ := ctx.Value(brandKey).(int64)
-	return id
 }
 
 // CustomDataKey returns the custom_data key of a field name: lowercase, every

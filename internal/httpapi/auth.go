@@ -51,11 +51,9 @@ func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
 			if info := infoFrom(r.Context()); info != nil {
 				info.brandID = req.brandID
 			}
-			ctx := parley.NewContextWithBrand(r.Context(), req.brandID)
 			if req.signed != nil {
-				ctx = parley.NewContextWithSignedWrite(ctx, req.signed)
+				r = r.WithContext(parley.NewContextWithSignedWrite(r.Context(), req.signed))
 			}
-			r = r.WithContext(ctx)
 			err = s.idempotent(w, r, req, h)
 		}
 		if err != nil {

@@ -112,7 +112,6 @@ func (o Optional[T]) Ptr() *T {
 
 type signedWriteKey struct{}
 
-
 // SignedWrite is the signature of a signed POST, PUT or DELETE (D2). The
 // first transaction the request commits records it, in the same commit
 // as the change, so a copy of the request changes nothing: its

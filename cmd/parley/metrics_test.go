@@ -17,12 +17,12 @@ func TestServeMetricsAddr(t *testing.T) {
 	defer cancel()
 	stdout := &syncBuffer{}
 	done := make(chan error, 1)
-	getenv := env(map[string]string{"PARLEY_METRICS_ADDR": "127.0.0.1:0", "PARLEY_DATA_DIR": t.TempDir()})
+	getenv := env(map[string]string{"PARLEY_METRICS_ADDR": "127.0.0.1:0", "PARLEY_PPROF_ADDR": "127.0.0.1:0", "PARLEY_DATA_DIR": t.TempDir()})
 	go func() {
 		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, getenv, stdout, &syncBuffer{})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stdout.String(), "Metrics are served on ") {
+	for !strings.Contains(stdout.String(), "Profiles are served on ") {
 		select {
 		case err := <-done:
 			t.Fatalf("serve exited: %v\n%s", err, stdout.String())
@@ -64,6 +64,15 @@ func TestServeMetricsAddr(t *testing.T) {
 	}
 	if code, _ := get(base + "/healthz"); code != 404 {
 		t.Errorf("metrics listener GET /healthz = %d, want 404: it serves /metrics alone", code)
+	}
+	// --pprof-addr: Go's profiles on their own address, never on the API's.
+	_, rest, _ = strings.Cut(out, "Profiles are served on ")
+	pprofURL := strings.Fields(rest)[0]
+	if code, body := get(pprofURL + "goroutine?debug=1"); code != 200 || !strings.Contains(body, "goroutine profile") {
+		t.Errorf("GET %sgoroutine = %d, want a goroutine profile", pprofURL, code)
+	}
+	if code, _ := get(api + "/debug/pprof/"); code != 404 {
+		t.Errorf("API GET /debug/pprof/ = %d, want 404", code)
 	}
 
 	cancel()

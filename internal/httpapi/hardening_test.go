@@ -184,6 +184,8 @@ func TestIdempotencyKeyValidation(t *testing.T) {
 	if r.status != 201 {
 		t.Errorf("a 255-character key: %d %s, want 201", r.status, r.body)
 	}
+	// Only POSTs honour the header: elsewhere even a bad key is ignored.
+	wantError(t, hardSend(t, e, "DELETE", "/api/v1/users/999", "", "Idempotency-Key", strings.Repeat("k", 300)), 404, parley.EUserNotFound)
 }
 
 // TestIdempotencyConcurrent: requests racing with one key run once; the

@@ -130,6 +130,16 @@ func (w *SignedWrite) Recorded() bool { return w.recorded.Load() }
 // MarkRecorded notes that the signature is committed.
 func (w *SignedWrite) MarkRecorded() { w.recorded.Store(true) }
 
+// IdempotencyRecord is an Idempotency-Key as stored (D13): the hash of the
+// request that claimed it and, once Done, the first response to it.
+type IdempotencyRecord struct {
+	RequestHash []byte
+	Done        bool
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
 // ErrReplayed answers a signed write whose signature was already recorded.
 var ErrReplayed = &Error{Code: ENotAuthenticated, Message: "HMAC signature verification failed: replayed request"}
 

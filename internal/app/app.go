@@ -247,25 +247,13 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		MaxImportBody:    cfg.MaxImportSize + 1<<20,
 		Unavailable:      store.IsUnavailable,
 		ReplayProtection: !cfg.NoReplayProtection,
-		Idempotency:      idempotencyStore{a.DB},
+		Idempotency:      a.DB,
 		RateLimit:        max(0, cfg.RateLimit),
 		RateBurst:        cfg.RateBurst,
 		OpsOnly:          cfg.Role == "worker",
 		Extra:            extra,
 	})
 	return a, nil
-}
-
-// idempotencyStore gives the HTTP layer the store's idempotency keys.
-type idempotencyStore struct{ *store.DB }
-
-func (s idempotencyStore) ClaimIdempotencyKey(ctx context.Context, brandID int64, key string, hash []byte, lockedUntil, expires time.Time) (*httpapi.IdempotencyRecord, error) {
-	rec, err := s.DB.ClaimIdempotencyKey(ctx, brandID, key, hash, lockedUntil, expires)
-	if rec == nil || err != nil {
-		return nil, err
-	}
-	return &httpapi.IdempotencyRecord{RequestHash: rec.RequestHash, Done: rec.Done, Status: rec.Status,
-		ContentType: rec.ContentType, Body: rec.Body}, nil
 }
 
 // lateQueue forwards to the queue once it exists.

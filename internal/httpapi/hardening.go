@@ -22,20 +22,11 @@ type IdempotencyStore interface {
 	// ClaimIdempotencyKey takes the key for a request until lockedUntil
 	// and returns nil, or returns the key's record when another request
 	// holds or held it.
-	ClaimIdempotencyKey(ctx context.Context, brandID int64, key string, hash []byte, lockedUntil, expires time.Time) (*IdempotencyRecord, error)
+	ClaimIdempotencyKey(ctx context.Context, brandID int64, key string, hash []byte, lockedUntil, expires time.Time) (*parley.IdempotencyRecord, error)
 	// SaveIdempotentResponse and ReleaseIdempotencyKey end the claim made
 	// until lockedUntil; a key taken over since is left alone.
 	SaveIdempotentResponse(ctx context.Context, brandID int64, key string, lockedUntil time.Time, status int, contentType string, body []byte) error
 	ReleaseIdempotencyKey(ctx context.Context, brandID int64, key string, lockedUntil time.Time) error
-}
-
-// IdempotencyRecord is a key's request hash and, once Done, its first response.
-type IdempotencyRecord struct {
-	RequestHash []byte
-	Done        bool
-	Status      int
-	ContentType string
-	Body        []byte
 }
 
 // IdempotencyTTL is how long a key's first response is replayed (D13).

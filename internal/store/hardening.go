@@ -308,7 +308,7 @@ type keyClaim struct {
 	key                  string
 	hash                 []byte
 	lockedUntil, expires int64
-	rec                  *IdempotencyRecord // the result: nil when claimed
+	rec                  *parley.IdempotencyRecord // the result: nil when claimed
 }
 
 type brandKey struct {
@@ -388,7 +388,7 @@ func claimExisting(ctx context.Context, tx *Tx, c *keyClaim) error {
 	}
 	var status sql.NullInt64
 	var ctype sql.NullString
-	rec := &IdempotencyRecord{}
+	rec := &parley.IdempotencyRecord{}
 	row, err := tx.queryRow(ctx, qReadKey, c.brandID, c.key)
 	if err != nil {
 		return err
@@ -444,22 +444,12 @@ const (
 // hardeningWrites are hotWrites: every signed write or keyed POST runs them.
 var hardeningWrites = []string{qRecordSignature, qClaimKey, qClaimNewKey, qReadKey, qSaveKey, qReleaseKey}
 
-// IdempotencyRecord is an idempotency key as stored (D13).
-type IdempotencyRecord struct {
-	RequestHash []byte
-	// Done is false while the first request holding the key still runs.
-	Done        bool
-	Status      int
-	ContentType string
-	Body        []byte
-}
-
 // ClaimIdempotencyKey takes the brand's key for a request whose method,
 // target and body hash to hash, until lockedUntil (the request's deadline).
 // It returns nil when the key is now this request's to run, or the record
 // as it stands when another request holds or held it. A key whose record
 // expired, or whose holder died without answering, is taken over.
-func (db *DB) ClaimIdempotencyKey(ctx context.Context, brandID int64, key string, hash []byte, lockedUntil, expires time.Time) (*IdempotencyRecord, error) {
+func (db *DB) ClaimIdempotencyKey(ctx context.Context, brandID int64, key string, hash []byte, lockedUntil, expires time.Time) (*parley.IdempotencyRecord, error) {
 	c := &keyClaim{brandID: brandID, key: key, hash: hash, lockedUntil: micros(lockedUntil), expires: micros(expires)}
 	if err := db.inGroup(ctx, &groupOp{claim: c}); err != nil {
 		return nil, err

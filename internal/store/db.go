@@ -128,7 +128,7 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 
 	// IMMEDIATE takes the write lock at BEGIN, so a transaction that reads
 	// then writes cannot fail half-way with SQLITE_BUSY.
-	write, err := sql.Open("sqlite", base+params.Encode()+"&_txlock=immediate")
+	write, err := openSQLiteDB(base + params.Encode() + "&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -142,7 +142,7 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	}
 
 	params.Add("_pragma", "query_only(1)")
-	read, err := sql.Open("sqlite", base+params.Encode())
+	read, err := openSQLiteDB(base + params.Encode())
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("store: %w", err)

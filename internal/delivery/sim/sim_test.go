@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/delivery"
@@ -59,5 +60,57 @@ func TestFlushPastAFailingReport(t *testing.T) {
 	}
 	if sink.calls[1] != 2 || sink.calls[2] != 1 || sink.calls[3] != 1 {
 		t.Errorf("reports per message %v: want message 1 tried on each flush, 2 and 3 reported once", sink.calls)
+	}
+}
+
+// barrierSink answers a report only once want reports are in flight at once.
+type barrierSink struct {
+	want    int
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{}
+}
+
+func (s *barrierSink) ApplyStatus(ctx context.Context, _ delivery.StatusUpdate) error {
+	s.mu.Lock()
+	if s.arrived++; s.arrived == s.want {
+		close(s.all)
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.all:
+		return nil
+	case <-time.After(5 * time.Second):
+		return errors.New("reports were applied one at a time")
+	}
+}
+
+func (s *barrierSink) ReceiveInbound(context.Context, delivery.Inbound) (string, error) {
+	return "", nil
+}
+
+// TestFlushReportsConcurrently: reports are applied Reporters at a time, as
+// a carrier's callbacks arrive, so one report's commit does not hold back
+// the next (issue #4's speed on PostgreSQL).
+func TestFlushReportsConcurrently(t *testing.T) {
+	ctx := t.Context()
+	db, err := app.OpenDB(ctx, "sqlite:"+filepath.Join(t.TempDir(), "p.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p := sim.New(db)
+	p.Delay, p.Reporters = 0, 4
+	for id := int64(1); id <= 8; id++ {
+		if _, err := p.Send(ctx, delivery.Message{ID: id, To: "+14155552671", Body: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx, &barrierSink{want: 4, all: make(chan struct{})}); err != nil {
+		t.Fatal(err)
+	}
+	due, err := db.SimDue(ctx, time.Now(), 10)
+	if err != nil || len(due) != 0 {
+		t.Fatalf("%d reports still due after Flush (%v)", len(due), err)
 	}
 }

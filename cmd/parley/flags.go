@@ -42,7 +42,7 @@ func addDBFlags(fs *flag.FlagSet, getenv func(string) string) *dbFlags {
 		dataDir:         stringFlag(fs, getenv, "data-dir", app.DefaultDataDir, "directory for the default database, media, key file and dev credentials"),
 		secretKey:       stringFlag(fs, getenv, "secret-key", "", "server key sealing secrets at rest, 32 bytes base64 or hex (default: a key file in data-dir)"),
 		phoneValidation: stringFlag(fs, getenv, "phone-validation", "strict", "phone number check: strict or possible"),
-		maxConns:        stringFlag(fs, getenv, "db-max-conns", "0", "connection pool size (PostgreSQL) or reader pool size (SQLite); 0 picks one from the CPU count"),
+		maxConns:        stringFlag(fs, getenv, "db-max-conns", "0", "size of each of the two connection pools, transactions and reads (PostgreSQL), or of the reader pool (SQLite); 0 picks one from the CPU count"),
 	}
 }
 

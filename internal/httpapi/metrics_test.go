@@ -114,7 +114,7 @@ func TestOperationalMetrics(t *testing.T) {
 	out := scrape(t, e)
 	pools := []string{`go_sql_max_open_connections{db_name="writer"} 1`, `go_sql_open_connections{db_name="reader"}`}
 	if apitest.Engine() == "postgres" {
-		pools = []string{`go_sql_max_open_connections{db_name="postgres"}`, `go_sql_in_use_connections{db_name="postgres"}`}
+		pools = []string{`go_sql_in_use_connections{db_name="writer"}`, `go_sql_in_use_connections{db_name="reader"}`}
 	}
 	for _, want := range append(pools,
 		`go_sql_wait_count_total{db_name=`, `go_sql_idle_connections{db_name=`,

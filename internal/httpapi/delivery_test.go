@@ -464,6 +464,20 @@ func TestStatusReportOvertakesSend(t *testing.T) {
 	if got, _ := e.A.GetMessage(e.Ctx, other.ID); got.Status != parley.StatusQueued {
 		t.Errorf("a report for an unsent message moved it to %s", got.Status)
 	}
+	// A report naming a message handed to another provider is ignored.
+	err = e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error {
+		_, err := tx.MarkSending(e.Ctx, e.BrandA.ID, other.ID, "twilio")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.App.Service.ApplyStatus(e.Ctx, delivery.StatusUpdate{ProviderID: "SIMy", MessageID: other.ID, Status: parley.StatusDelivered}); err != nil {
+		t.Errorf("report about another provider's message: %v, want it ignored", err)
+	}
+	if got, _ := e.A.GetMessage(e.Ctx, other.ID); got.Status != parley.StatusQueued {
+		t.Errorf("a report about another provider's message moved it to %s", got.Status)
+	}
 }
 
 func TestDeliveryMissingMediaFails(t *testing.T) {

@@ -222,6 +222,10 @@ type Tx struct {
 	now   time.Time
 	stmts *stmtCache
 	db    *DB
+	// hooks remembers each brand's enabled webhook endpoints for the
+	// transaction: the writes of a group commit ask for them once per
+	// brand, not once each. Writes to the endpoints forget it.
+	hooks map[int64][]*WebhookRecord
 }
 
 // SQL returns the underlying transaction, for the job queue's InsertTx.
@@ -242,6 +246,19 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 		return err
 	}
+}
+
+// WithGroupTx runs fn in a transaction it may share with other small
+// writes that arrive while the previous group commits (see groupCommit):
+// one commit, and on PostgreSQL one wait for the disk, for all of them.
+// fn must change nothing outside the transaction: if a write of the group
+// fails, each runs again in a transaction of its own. A signed request's
+// write, whose signature must be recorded with it (D2), runs alone.
+func (db *DB) WithGroupTx(ctx context.Context, fn func(tx *Tx) error) error {
+	if sw := parley.SignedWriteFromContext(ctx); sw != nil && !sw.Recorded() {
+		return db.WithTx(ctx, fn)
+	}
+	return db.inGroup(ctx, &groupOp{fn: func(_ context.Context, tx *Tx) error { return fn(tx) }})
 }
 
 func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {

@@ -170,11 +170,20 @@ func (db *DB) FindMessageByProviderID(ctx context.Context, provider, providerID 
 	return db.findMessage(ctx, `provider = ? AND provider_id = ?`, provider, providerID)
 }
 
-// FindMessageForProvider finds an outbound message by Parley's id, if it
-// was handed to provider (so a report names only a message that provider
-// was asked to send); provider "" finds one not yet handed to any.
-func (db *DB) FindMessageForProvider(ctx context.Context, messageID int64, provider string) (*parley.Message, error) {
-	return db.findMessage(ctx, `id = ? AND COALESCE(provider, '') = ? AND direction = 'outbound'`, messageID, provider)
+// FindOutbound returns an outbound message by Parley's id, and the
+// provider it was handed to ("" while none), or ErrNotFound.
+func (db *DB) FindOutbound(ctx context.Context, messageID int64) (*parley.Message, string, error) {
+	row, err := db.queryRow(ctx, `SELECT `+messageColumns+`, COALESCE(provider, '') FROM messages
+	WHERE id = ? AND direction = 'outbound'`, messageID)
+	if err != nil {
+		return nil, "", err
+	}
+	var provider string
+	m, err := scanMessage(func(dest ...any) error { return row.Scan(append(dest, &provider)...) })
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", ErrNotFound
+	}
+	return m, provider, err
 }
 
 // InsertInbound stores an inbound message once per provider id; a repeated

@@ -67,10 +67,11 @@ func (tx *Tx) recordSignature(ctx context.Context, sw *parley.SignedWrite) error
 }
 
 // inGroup queues op for the next group commit and waits for it. On
-// PostgreSQL an idempotency write runs at once on its own (see runAlone).
+// PostgreSQL a key's claim or response runs at once on its own (see
+// runAlone).
 func (db *DB) inGroup(ctx context.Context, op *groupOp) error {
 	op.done = make(chan struct{})
-	if db.engine == "postgres" && op.user == nil {
+	if db.engine == "postgres" && (op.claim != nil || op.save != nil) {
 		op.finish(db.runAlone(ctx, op))
 		return op.err
 	}

@@ -1,8 +1,10 @@
 package store_test
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,5 +224,151 @@ func TestInsertUserGrouped(t *testing.T) {
 		if err := insert("b", "+14155559001"); parley.ErrorCode(err) != parley.EDuplicate {
 			t.Errorf("a duplicate create and its copy: %v, want duplicate_record_found", err)
 		}
+	}
+}
+
+// groupOfWrites holds the group committer in a first write until the
+// writes returned by start have been queued behind it, so those share the
+// next transaction; each records the transaction it ran in.
+func groupOfWrites(t *testing.T, db *store.DB, n int, write func(i int, tx *store.Tx) error) (txs []*sql.Tx, errs []error) {
+	t.Helper()
+	release := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- db.WithGroupTx(t.Context(), func(*store.Tx) error { <-release; return nil })
+	}()
+	txs, errs = make([]*sql.Tx, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = db.WithGroupTx(t.Context(), func(tx *store.Tx) error {
+				txs[i] = tx.SQL()
+				return write(i, tx)
+			})
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // the writes queue behind the first
+	close(release)
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	return txs, errs
+}
+
+// TestWithGroupTxShares: writes that queue while a group commits share
+// the next transaction, on both engines (issue #4: one commit for many
+// status changes).
+func TestWithGroupTxShares(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	txs, errs := groupOfWrites(t, db, 5, func(i int, tx *store.Tx) error {
+		name := fmt.Sprint("shared", i)
+		return tx.CreateCustomField(t.Context(), &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
+	})
+	distinct := map[*sql.Tx]bool{}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		distinct[txs[i]] = true
+	}
+	if len(distinct) == 5 {
+		t.Error("5 writes queued together ran in 5 transactions")
+	}
+	fields, err := db.ListCustomFields(t.Context(), brand)
+	if err != nil || len(fields) != 5 {
+		t.Fatalf("%d fields committed (%v), want 5", len(fields), err)
+	}
+}
+
+// TestWithGroupTxFailureIsolated: a write that fails takes its own change
+// back and no other's: the group runs again one write at a time.
+func TestWithGroupTxFailureIsolated(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	bad := errors.New("no such thing")
+	_, errs := groupOfWrites(t, db, 3, func(i int, tx *store.Tx) error {
+		name := fmt.Sprint("f", i)
+		if err := tx.CreateCustomField(t.Context(), &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name); err != nil {
+			return err
+		}
+		if i == 1 {
+			return bad
+		}
+		return nil
+	})
+	if errs[0] != nil || !errors.Is(errs[1], bad) || errs[2] != nil {
+		t.Fatalf("outcomes %v; want nil, %v, nil", errs, bad)
+	}
+	fields, err := db.ListCustomFields(t.Context(), brand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range fields {
+		names = append(names, f.FieldName)
+	}
+	slices.Sort(names)
+	if fmt.Sprint(names) != "[f0 f2]" {
+		t.Errorf("fields committed %v, want [f0 f2]", names)
+	}
+}
+
+// TestWithGroupTxSignedWriteAlone: a signed request's write runs in a
+// transaction of its own, which records its signature (D2).
+func TestWithGroupTxSignedWriteAlone(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	sw := &parley.SignedWrite{Key: []byte("grouped"), Expires: time.Now().Add(time.Minute)}
+	ctx := parley.NewContextWithSignedWrite(t.Context(), sw)
+	write := func(name string) error {
+		return db.WithGroupTx(ctx, func(tx *store.Tx) error {
+			return tx.CreateCustomField(ctx, &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
+		})
+	}
+	if err := write("once"); err != nil || !sw.Recorded() {
+		t.Fatalf("signed write: %v, recorded %v", err, sw.Recorded())
+	}
+	copyOf := &parley.SignedWrite{Key: []byte("grouped"), Expires: sw.Expires}
+	ctx = parley.NewContextWithSignedWrite(t.Context(), copyOf)
+	if err := write("twice"); err != parley.ErrReplayed {
+		t.Fatalf("its copy: %v, want ErrReplayed", err)
+	}
+}
+
+// TestTxRemembersEnabledWebhooks: within a transaction a brand's enabled
+// endpoints are read once, and a write to them is seen by the next read.
+func TestTxRemembersEnabledWebhooks(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	ctx := t.Context()
+	err := db.WithTx(ctx, func(tx *store.Tx) error {
+		hooks, err := db.ListWebhooks(ctx, tx, brand, true)
+		if err != nil || len(hooks) != 0 {
+			t.Fatalf("before: %d endpoints, %v", len(hooks), err)
+		}
+		w := &store.WebhookRecord{Webhook: parley.Webhook{BrandID: brand, URL: "https://example.com/h", EventTypes: []string{"*"}}, Secret: []byte("s")}
+		if err := tx.InsertWebhook(ctx, w); err != nil {
+			return err
+		}
+		for range 2 {
+			hooks, err = db.ListWebhooks(ctx, tx, brand, true)
+			if err != nil || len(hooks) != 1 || hooks[0].ID != w.ID {
+				t.Fatalf("after the insert: %v, %v", hooks, err)
+			}
+			hooks[0] = nil // a caller's slice is its own
+		}
+		w.Disabled = true
+		if err := tx.UpdateWebhook(ctx, w); err != nil {
+			return err
+		}
+		if hooks, err = db.ListWebhooks(ctx, tx, brand, true); err != nil || len(hooks) != 0 {
+			t.Fatalf("after disabling: %d endpoints, %v", len(hooks), err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -86,6 +87,7 @@ func (tx *Tx) InsertWebhook(ctx context.Context, w *WebhookRecord) error {
 	if err != nil {
 		return err
 	}
+	tx.hooks = nil
 	w.DateCreated = parley.Time{Time: tx.now}
 	w.DateLastUpdated = w.DateCreated
 	row, err := tx.queryRow(ctx, `INSERT INTO webhook_endpoints (brand_id, url, description, event_types, secret,
@@ -113,6 +115,7 @@ func (tx *Tx) UpdateWebhook(ctx context.Context, w *WebhookRecord) error {
 	if w.FailingSince != nil {
 		failing = sql.NullInt64{Int64: micros(*w.FailingSince), Valid: true}
 	}
+	tx.hooks = nil
 	w.DateLastUpdated = parley.Time{Time: tx.now}
 	res, err := tx.exec(ctx, `UPDATE webhook_endpoints SET url = ?, description = ?, event_types = ?, secret = ?,
 	old_secret = ?, old_secret_until = ?, disabled = ?, failing_since = ?, date_last_updated = ?
@@ -148,6 +151,22 @@ func (db *DB) FindWebhook(ctx context.Context, brandID, id int64) (*WebhookRecor
 // ListWebhooks returns the brand's endpoints ordered by id; with
 // enabledOnly, only those not disabled (inside tx when tx is not nil).
 func (db *DB) ListWebhooks(ctx context.Context, tx *Tx, brandID int64, enabledOnly bool) ([]*WebhookRecord, error) {
+	if tx != nil && enabledOnly {
+		if hooks, ok := tx.hooks[brandID]; ok {
+			return slices.Clone(hooks), nil
+		}
+	}
+	hooks, err := db.listWebhooks(ctx, tx, brandID, enabledOnly)
+	if err == nil && tx != nil && enabledOnly {
+		if tx.hooks == nil {
+			tx.hooks = map[int64][]*WebhookRecord{}
+		}
+		tx.hooks[brandID] = slices.Clone(hooks)
+	}
+	return hooks, err
+}
+
+func (db *DB) listWebhooks(ctx context.Context, tx *Tx, brandID int64, enabledOnly bool) ([]*WebhookRecord, error) {
 	q := `SELECT ` + webhookColumns + ` FROM webhook_endpoints WHERE brand_id = ?`
 	if enabledOnly {
 		q += ` AND disabled = FALSE`
@@ -205,6 +224,7 @@ func (db *DB) SubscribedTypes(ctx context.Context, brandID int64) ([][]string, e
 
 // DeleteWebhook removes an endpoint and its delivery log.
 func (tx *Tx) DeleteWebhook(ctx context.Context, brandID, id int64) error {
+	tx.hooks = nil
 	if _, err := tx.exec(ctx, `DELETE FROM webhook_deliveries WHERE brand_id = ? AND endpoint_id = ?`, brandID, id); err != nil {
 		return fmt.Errorf("store: delete webhook deliveries: %w", err)
 	}

@@ -47,10 +47,11 @@ type Provider struct {
 	Delay time.Duration
 	// Tick is how often due statuses are reported; default 50 ms.
 	Tick time.Duration
-	// Reporters is how many reports are applied at once; default 16.
+	// Reporters is how many reports are applied at once; default 64.
 	// Carriers report concurrently too, and on PostgreSQL each report waits
 	// for its commit to reach the disk: one at a time, the reports held
-	// deliveries to about 400 a second.
+	// deliveries to about 400 a second; reports in flight together share
+	// commits (measured on PostgreSQL: 16 → 909, 64 → 968 messages/s).
 	Reporters int
 	// Now is the clock; tests replace it.
 	Now    func() time.Time
@@ -61,7 +62,7 @@ type Provider struct {
 
 // New returns a simulator keeping its state in ledger.
 func New(ledger Ledger) *Provider {
-	return &Provider{ledger: ledger, Delay: 500 * time.Millisecond, Tick: 50 * time.Millisecond, Reporters: 16,
+	return &Provider{ledger: ledger, Delay: 500 * time.Millisecond, Tick: 50 * time.Millisecond, Reporters: 64,
 		Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
 }
 

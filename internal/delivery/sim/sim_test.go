@@ -35,22 +35,30 @@ func (s *failingSink) ReceiveInbound(context.Context, delivery.Inbound) (string,
 	return "", nil
 }
 
+// simWithDue returns a simulator on a fresh database holding n sent
+// messages (ids 1…n) whose reports are due now.
+func simWithDue(t *testing.T, n int64) (*store.DB, *sim.Provider) {
+	t.Helper()
+	db, err := app.OpenDB(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "p.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	p := sim.New(db)
+	p.Delay = 0
+	for id := int64(1); id <= n; id++ {
+		if _, err := p.Send(t.Context(), delivery.Message{ID: id, To: "+14155552671", Body: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, p
+}
+
 // TestFlushPastAFailingReport: a report that keeps failing is retried on
 // the next tick without holding back the reports due after it (issue #4).
 func TestFlushPastAFailingReport(t *testing.T) {
 	ctx := t.Context()
-	db, err := app.OpenDB(ctx, "sqlite:"+filepath.Join(t.TempDir(), "p.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	p := sim.New(db)
-	p.Delay = 0
-	for id := int64(1); id <= 3; id++ {
-		if _, err := p.Send(ctx, delivery.Message{ID: id, To: "+14155552671", Body: "hi"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, p := simWithDue(t, 3)
 	sink := &failingSink{fail: 1, calls: map[int64]int{}}
 	if err := p.Flush(ctx, sink); err == nil {
 		t.Error("Flush hid the failing report")
@@ -94,18 +102,8 @@ func (s *barrierSink) ReceiveInbound(context.Context, delivery.Inbound) (string,
 // the next (issue #4's speed on PostgreSQL).
 func TestFlushReportsConcurrently(t *testing.T) {
 	ctx := t.Context()
-	db, err := app.OpenDB(ctx, "sqlite:"+filepath.Join(t.TempDir(), "p.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	p := sim.New(db)
-	p.Delay, p.Reporters = 0, 4
-	for id := int64(1); id <= 8; id++ {
-		if _, err := p.Send(ctx, delivery.Message{ID: id, To: "+14155552671", Body: "hi"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, p := simWithDue(t, 8)
+	p.Reporters = 4
 	if err := p.Flush(ctx, &barrierSink{want: 4, all: make(chan struct{})}); err != nil {
 		t.Fatal(err)
 	}

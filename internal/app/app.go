@@ -41,8 +41,9 @@ import (
 type Config struct {
 	// DB is "sqlite:PATH"; default sqlite:<DataDir>/parley.db.
 	DB string
-	// DBMaxConns bounds the connection pool (PostgreSQL) or the reader pool
-	// (SQLite); 0 picks a default from the number of CPUs.
+	// DBMaxConns bounds each of the two connection pools, transactions and
+	// reads (PostgreSQL), or the reader pool (SQLite); 0 picks a default
+	// from the number of CPUs.
 	DBMaxConns int
 	// DataDir holds the default database, media, key file and dev credentials.
 	DataDir string

@@ -116,7 +116,7 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 		}
 		log.Info("delivery attempt", "outcome", "sent", "provider_id", receipt.ProviderID, "duration", took)
 		var moved bool
-		err := s.db.WithGroupTx(ctx, func(tx *store.Tx) error {
+		err := s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 			var err error
 			moved, err = s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusSent, At: tx.Now(),
 				ProviderID: receipt.ProviderID, Provider: s.provider.Name()})
@@ -293,7 +293,7 @@ func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) erro
 	// Reports arrive many at a time (the sim's batches, a carrier's
 	// callbacks): they share commits.
 	var moved bool
-	err = s.db.WithGroupTx(ctx, func(tx *store.Tx) error {
+	err = s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		t := store.Transition{Status: u.Status, At: u.At.UTC(), ProviderID: u.ProviderID}
 		if u.Status == parley.StatusFailed || u.Status == parley.StatusUndelivered {
 			code, msg := u.ErrorCode, u.ErrorMessage

@@ -61,7 +61,8 @@ type Options struct {
 	// MaxReadConns bounds the reader pool (SQLite); 0 picks 2×GOMAXPROCS, at least 4.
 	MaxReadConns int
 	// MaxConns bounds each of the two pools (PostgreSQL); 0 picks
-	// 4×GOMAXPROCS, at least 8.
+	// 2×GOMAXPROCS, at least 8 (a node's total is what one pool of
+	// 4×GOMAXPROCS was before reads got their own).
 	MaxConns int
 	// BusyTimeout is how long SQLite waits on a lock; 0 means 5 s.
 	BusyTimeout time.Duration
@@ -91,7 +92,7 @@ func openPostgres(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	}
 	n := opt.MaxConns
 	if n == 0 {
-		n = max(8, 4*runtime.GOMAXPROCS(0))
+		n = max(8, 2*runtime.GOMAXPROCS(0))
 	}
 	// Two pools, as on SQLite: reads never queue for a connection behind
 	// the delivery workers' transactions, which hold theirs across a commit
@@ -251,14 +252,17 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 // WithGroupTx runs fn in a transaction it may share with other small
 // writes that arrive while the previous group commits (see groupCommit):
 // one commit, and on PostgreSQL one wait for the disk, for all of them.
-// fn must change nothing outside the transaction: if a write of the group
-// fails, each runs again in a transaction of its own. A signed request's
-// write, whose signature must be recorded with it (D2), runs alone.
-func (db *DB) WithGroupTx(ctx context.Context, fn func(tx *Tx) error) error {
+// fn runs under the group's context, not ctx, and must change nothing
+// outside the transaction: if a write of the group fails, each runs again
+// in a transaction of its own. Once queued, the call waits for the outcome
+// even if ctx ends. A signed request's write, whose signature must be
+// recorded with it (D2), runs alone. Never call it while holding the
+// writer (inside WithTx): on SQLite the group would wait for it forever.
+func (db *DB) WithGroupTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
 	if sw := parley.SignedWriteFromContext(ctx); sw != nil && !sw.Recorded() {
-		return db.WithTx(ctx, fn)
+		return db.WithTx(ctx, func(tx *Tx) error { return fn(ctx, tx) })
 	}
-	return db.inGroup(ctx, &groupOp{fn: func(_ context.Context, tx *Tx) error { return fn(tx) }})
+	return db.inGroup(ctx, &groupOp{fn: fn})
 }
 
 func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {

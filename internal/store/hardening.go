@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,10 @@ type groupOp struct {
 	save  *keySave
 	user  *userInsert
 	fn    func(ctx context.Context, tx *Tx) error
+	// ctx is the caller's: an op whose caller is gone before its group
+	// starts is not run. Its statements run under the group's context, so
+	// a caller giving up mid-group cannot fail the others.
+	ctx context.Context
 	// failed is the op's own outcome (a duplicate, a replay), which does
 	// not fail the others.
 	failed error
@@ -75,6 +80,7 @@ func (db *DB) inGroup(ctx context.Context, op *groupOp) error {
 		op.finish(db.runAlone(ctx, op))
 		return op.err
 	}
+	op.ctx = ctx
 	g := db.startGroup()
 	select {
 	case g.queue <- op:
@@ -83,14 +89,18 @@ func (db *DB) inGroup(ctx context.Context, op *groupOp) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// Once queued, the op's outcome is waited for even if ctx ends: the
+	// caller must not hear of a failure while its write commits.
 	select {
 	case <-op.done:
-		return op.err
-	case <-g.stopped: // queued after the last drain
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-g.stopped:
+		select {
+		case <-op.done:
+		default: // queued after the last drain
+			return ErrClosed
+		}
 	}
+	return op.err
 }
 
 func (db *DB) startGroup() *groupCommit {
@@ -146,18 +156,37 @@ func (db *DB) stopGroup() {
 // commitGroup runs a batch in one transaction. If it fails, each write is
 // run alone, so one bad write cannot fail the others.
 func (db *DB) commitGroup(batch []*groupOp) {
+	batch = slices.DeleteFunc(batch, (*groupOp).gone)
+	if len(batch) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch) })
 	if err != nil && len(batch) > 1 {
+		// One deadline for all of them: when the database itself fails,
+		// the group must not take a timeout per write to find out.
+		alone, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		for _, op := range batch {
-			op.finish(db.runOne(op))
+			if !op.gone() {
+				op.finish(db.runOne(alone, op))
+			}
 		}
 		return
 	}
 	for _, op := range batch {
 		op.finish(err)
 	}
+}
+
+// gone finishes an op whose caller has given up, and reports whether it did.
+func (op *groupOp) gone() bool {
+	if op.ctx == nil || op.ctx.Err() == nil {
+		return false
+	}
+	op.finish(op.ctx.Err())
+	return true
 }
 
 // runAlone runs op without a group. On PostgreSQL a key's claim or
@@ -196,10 +225,8 @@ func (db *DB) runAlone(ctx context.Context, op *groupOp) error {
 	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) })
 }
 
-// runOne runs op in a transaction of its own, with a deadline of its own.
-func (db *DB) runOne(op *groupOp) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+// runOne runs op in a transaction of its own.
+func (db *DB) runOne(ctx context.Context, op *groupOp) error {
 	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) })
 }
 

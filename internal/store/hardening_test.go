@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -235,13 +236,13 @@ func groupOfWrites(t *testing.T, db *store.DB, n int, write func(i int, tx *stor
 	release := make(chan struct{})
 	first := make(chan error, 1)
 	go func() {
-		first <- db.WithGroupTx(t.Context(), func(*store.Tx) error { <-release; return nil })
+		first <- db.WithGroupTx(t.Context(), func(context.Context, *store.Tx) error { <-release; return nil })
 	}()
 	txs, errs = make([]*sql.Tx, n), make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = db.WithGroupTx(t.Context(), func(tx *store.Tx) error {
+			errs[i] = db.WithGroupTx(t.Context(), func(_ context.Context, tx *store.Tx) error {
 				txs[i] = tx.SQL()
 				return write(i, tx)
 			})
@@ -323,7 +324,7 @@ func TestWithGroupTxSignedWriteAlone(t *testing.T) {
 	sw := &parley.SignedWrite{Key: []byte("grouped"), Expires: time.Now().Add(time.Minute)}
 	ctx := parley.NewContextWithSignedWrite(t.Context(), sw)
 	write := func(name string) error {
-		return db.WithGroupTx(ctx, func(tx *store.Tx) error {
+		return db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 			return tx.CreateCustomField(ctx, &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
 		})
 	}
@@ -370,5 +371,43 @@ func TestTxRemembersEnabledWebhooks(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWithGroupTxCallerGone: a write whose caller gave up while it was
+// queued is not run, and says so; the others of its group commit.
+func TestWithGroupTxCallerGone(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	field := func(name string) func(context.Context, *store.Tx) error {
+		return func(ctx context.Context, tx *store.Tx) error {
+			return tx.CreateCustomField(ctx, &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
+		}
+	}
+	release := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- db.WithGroupTx(t.Context(), func(context.Context, *store.Tx) error { <-release; return nil })
+	}()
+	time.Sleep(100 * time.Millisecond) // the first holds the committer
+	ctx, cancel := context.WithCancel(t.Context())
+	gone, stays := make(chan error, 1), make(chan error, 1)
+	go func() { gone <- db.WithGroupTx(ctx, field("gone")) }()
+	go func() { stays <- db.WithGroupTx(t.Context(), field("stays")) }()
+	time.Sleep(200 * time.Millisecond) // both queue behind the first
+	cancel()
+	close(release)
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Errorf("the abandoned write: %v, want context.Canceled", err)
+	}
+	if err := <-stays; err != nil {
+		t.Errorf("the other write: %v", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	fields, err := db.ListCustomFields(t.Context(), brand)
+	if err != nil || len(fields) != 1 || fields[0].FieldName != "stays" {
+		t.Errorf("committed %v (%v), want only the field of the write that stayed", fields, err)
 	}
 }

@@ -8,15 +8,20 @@
 --
 -- ON CONFLICT (brand_id, phone_number) infers the phone index whatever its
 -- column order; a user's messages (user_id, brand_id, id) are found as before.
+--
+-- Built CONCURRENTLY, outside a transaction, so a large installation keeps
+-- taking writes while they build; IF [NOT] EXISTS lets an interrupted run
+-- go again.
 
+-- +goose NO TRANSACTION
 -- +goose Up
-CREATE UNIQUE INDEX users_phone_brand_live ON users (phone_number, brand_id) WHERE is_deleted = FALSE;
-DROP INDEX users_brand_phone_live;
-CREATE INDEX messages_user_brand_id ON messages (user_id, brand_id, id);
-DROP INDEX messages_brand_user_id;
+CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS users_phone_brand_live ON users (phone_number, brand_id) WHERE is_deleted = FALSE;
+DROP INDEX CONCURRENTLY IF EXISTS users_brand_phone_live;
+CREATE INDEX CONCURRENTLY IF NOT EXISTS messages_user_brand_id ON messages (user_id, brand_id, id);
+DROP INDEX CONCURRENTLY IF EXISTS messages_brand_user_id;
 
 -- +goose Down
-CREATE UNIQUE INDEX users_brand_phone_live ON users (brand_id, phone_number) WHERE is_deleted = FALSE;
-DROP INDEX users_phone_brand_live;
-CREATE INDEX messages_brand_user_id ON messages (brand_id, user_id, id);
-DROP INDEX messages_user_brand_id;
+CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS users_brand_phone_live ON users (brand_id, phone_number) WHERE is_deleted = FALSE;
+DROP INDEX CONCURRENTLY IF EXISTS users_phone_brand_live;
+CREATE INDEX CONCURRENTLY IF NOT EXISTS messages_brand_user_id ON messages (brand_id, user_id, id);
+DROP INDEX CONCURRENTLY IF EXISTS messages_user_brand_id;

@@ -115,18 +115,14 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 			s.metrics.Sent(s.db.Now().Sub(d.Message.DateCreated.Time))
 		}
 		log.Info("delivery attempt", "outcome", "sent", "provider_id", receipt.ProviderID, "duration", took)
-		var moved bool
-		err := s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
-			var err error
-			moved, err = s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusSent, At: tx.Now(),
+		return s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+			ok, err := s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusSent, At: tx.Now(),
 				ProviderID: receipt.ProviderID, Provider: s.provider.Name()})
-			if err != nil || moved {
+			if err != nil || ok {
 				return err
 			}
 			return tx.SetProviderID(ctx, brandID, messageID, receipt.ProviderID) // a callback overtook us
 		})
-		s.observeTransition(moved && err == nil, parley.StatusSent)
-		return err
 	case errors.As(err, &perr) && perr.Unsubscribed:
 		s.observeCall("unsubscribed", took)
 		log.Info("delivery attempt", "outcome", "failed", "error_code", CodeUnsubscribed, "provider_code", perr.Code)
@@ -166,35 +162,29 @@ func (s *Service) observeCall(outcome string, d time.Duration) {
 	}
 }
 
-// observeTransition counts a message that moved to status, once its
-// transaction committed: a transaction that runs again after a failed
-// group commit must not count twice.
-func (s *Service) observeTransition(moved bool, status string) {
-	if moved && s.metrics != nil {
+func (s *Service) observeTransition(status string) {
+	if s.metrics != nil {
 		s.metrics.Transition(status)
 	}
 }
 
 // fail moves a queued or sent message to failed with the code and message.
 func (s *Service) fail(ctx context.Context, brandID, messageID int64, code, msg string) error {
-	var moved bool
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-		var err error
-		moved, err = s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg})
+	return s.db.WithTx(ctx, func(tx *store.Tx) error {
+		_, err := s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg})
 		return err
 	})
-	s.observeTransition(moved && err == nil, parley.StatusFailed)
-	return err
 }
 
-// transition moves a message (store.TransitionMessage) and emits its
-// message.<status> event in the same transaction; the caller counts it
-// once the transaction commits (observeTransition).
+// transition moves a message (store.TransitionMessage), counts it once the
+// transaction commits, and emits its message.<status> event in the same
+// transaction.
 func (s *Service) transition(ctx context.Context, tx *store.Tx, brandID, messageID int64, t store.Transition) (bool, error) {
 	ok, err := tx.TransitionMessage(ctx, brandID, messageID, t)
 	if err != nil || !ok {
 		return ok, err
 	}
+	tx.AfterCommit(func() { s.observeTransition(t.Status) })
 	typ := "message." + t.Status
 	hooks, err := s.hooksFor(ctx, tx, brandID, typ)
 	if err != nil || len(hooks) == 0 {
@@ -211,16 +201,12 @@ func (s *Service) transition(ctx context.Context, tx *store.Tx, brandID, message
 // recipient opted out, and records the opt-out on the user.
 func (s *Service) failUnsubscribed(ctx context.Context, brandID, messageID, userID int64, providerCode string) error {
 	code, msg := CodeUnsubscribed, "The carrier reports that the recipient has opted out."
-	var moved bool
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-		var err error
-		if moved, err = s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg}); err != nil {
+	return s.db.WithTx(ctx, func(tx *store.Tx) error {
+		if _, err := s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg}); err != nil {
 			return err
 		}
 		return s.setConsent(ctx, tx, brandID, userID, false, "provider", s.provider.Name()+":"+providerCode, messageID)
 	})
-	s.observeTransition(moved && err == nil, parley.StatusFailed)
-	return err
 }
 
 // setConsent changes a user's consent and appends the consent event, when
@@ -292,8 +278,7 @@ func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) erro
 	}
 	// Reports arrive many at a time (the sim's batches, a carrier's
 	// callbacks): they share commits.
-	var moved bool
-	err = s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+	return s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		t := store.Transition{Status: u.Status, At: u.At.UTC(), ProviderID: u.ProviderID}
 		if u.Status == parley.StatusFailed || u.Status == parley.StatusUndelivered {
 			code, msg := u.ErrorCode, u.ErrorMessage
@@ -302,9 +287,8 @@ func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) erro
 			}
 			t.ErrorCode, t.ErrorMessage = &code, &msg
 		}
-		var err error
-		moved, err = s.transition(ctx, tx, m.BrandID, m.ID, t)
-		if err != nil || !moved {
+		ok, err := s.transition(ctx, tx, m.BrandID, m.ID, t)
+		if err != nil || !ok {
 			return err // a repeated or late update changes nothing
 		}
 		if u.Unsubscribed {
@@ -312,8 +296,6 @@ func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) erro
 		}
 		return nil
 	})
-	s.observeTransition(moved && err == nil, u.Status)
-	return err
 }
 
 // Keywords (D12): whole message, any case.

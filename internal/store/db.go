@@ -227,7 +227,14 @@ type Tx struct {
 	// transaction: the writes of a group commit ask for them once per
 	// brand, not once each. Writes to the endpoints forget it.
 	hooks map[int64][]*WebhookRecord
+	// committed run once the transaction has committed (see AfterCommit).
+	committed []func()
 }
+
+// AfterCommit runs f once the transaction commits, and never if it rolls
+// back. What a write reports outside the database (metrics) goes here: a
+// write in a failed group commit runs again, in a transaction of its own.
+func (tx *Tx) AfterCommit(f func()) { tx.committed = append(tx.committed, f) }
 
 // SQL returns the underlying transaction, for the job queue's InsertTx.
 func (tx *Tx) SQL() *sql.Tx { return tx.tx }
@@ -287,6 +294,9 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	if sw != nil {
 		sw.MarkRecorded()
+	}
+	for _, f := range tx.committed {
+		f()
 	}
 	return nil
 }

@@ -411,3 +411,45 @@ func TestWithGroupTxCallerGone(t *testing.T) {
 		t.Errorf("committed %v (%v), want only the field of the write that stayed", fields, err)
 	}
 }
+
+// TestAfterCommit: what a write reports after its commit is reported once
+// it commits, never when it rolls back, and once only for a write whose
+// group failed and which ran again alone.
+func TestAfterCommit(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	var committed, rolledBack int
+	if err := db.WithTx(t.Context(), func(tx *store.Tx) error {
+		tx.AfterCommit(func() { committed++ })
+		return nil
+	}); err != nil || committed != 1 {
+		t.Fatalf("after a commit: %d calls (%v), want 1", committed, err)
+	}
+	_ = db.WithTx(t.Context(), func(tx *store.Tx) error {
+		tx.AfterCommit(func() { rolledBack++ })
+		return errors.New("rolled back")
+	})
+	if rolledBack != 0 {
+		t.Fatalf("after a rollback: %d calls, want 0", rolledBack)
+	}
+
+	var mu sync.Mutex
+	calls := map[int]int{}
+	_, errs := groupOfWrites(t, db, 3, func(i int, tx *store.Tx) error {
+		tx.AfterCommit(func() { mu.Lock(); calls[i]++; mu.Unlock() })
+		name := fmt.Sprint("g", i)
+		if err := tx.CreateCustomField(t.Context(), &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name); err != nil {
+			return err
+		}
+		if i == 1 {
+			return errors.New("fails its group")
+		}
+		return nil
+	})
+	if errs[0] != nil || errs[1] == nil || errs[2] != nil {
+		t.Fatalf("outcomes %v", errs)
+	}
+	if calls[0] != 1 || calls[1] != 0 || calls[2] != 1 {
+		t.Errorf("after-commit calls per write %v; want 1 for each committed write, 0 for the failed one", calls)
+	}
+}

@@ -13,11 +13,8 @@ import (
 // CreateBrand stores b and sets its ID.
 func (tx *Tx) CreateBrand(ctx context.Context, b *parley.Brand) error {
 	b.DateCreated = parley.Time{Time: tx.now}
-	row, err := tx.queryRow(ctx, `INSERT INTO brands (name, phone_number, date_created) VALUES (?, ?, ?) RETURNING id`,
+	row := tx.queryRow(ctx, `INSERT INTO brands (name, phone_number, date_created) VALUES (?, ?, ?) RETURNING id`,
 		b.Name, b.PhoneNumber, micros(tx.now))
-	if err != nil {
-		return err
-	}
 	if err := row.Scan(&b.ID); err != nil {
 		return fmt.Errorf("store: insert brand: %w", err)
 	}
@@ -26,10 +23,7 @@ func (tx *Tx) CreateBrand(ctx context.Context, b *parley.Brand) error {
 
 // FindBrand returns the brand with id, or ErrNotFound.
 func (db *DB) FindBrand(ctx context.Context, id int64) (*parley.Brand, error) {
-	row, err := db.queryRow(ctx, `SELECT id, name, phone_number, date_created FROM brands WHERE id = ?`, id)
-	if err != nil {
-		return nil, err
-	}
+	row := db.queryRow(ctx, `SELECT id, name, phone_number, date_created FROM brands WHERE id = ?`, id)
 	var b parley.Brand
 	var created int64
 	if err := row.Scan(&b.ID, &b.Name, &b.PhoneNumber, &created); errors.Is(err, sql.ErrNoRows) {
@@ -64,7 +58,7 @@ func (db *DB) ListBrands(ctx context.Context) ([]*parley.Brand, error) {
 // CountBrands returns how many brands exist.
 func (db *DB) CountBrands(ctx context.Context) (int, error) {
 	var n int
-	err := db.queryRowDirect(ctx, `SELECT count(*) FROM brands`).Scan(&n)
+	err := db.queryRow(ctx, `SELECT count(*) FROM brands`).Scan(&n)
 	return n, err
 }
 
@@ -96,10 +90,7 @@ const credentialColumns = `username, brand_id, secret, created_at, revoked_at, l
 
 // FindCredential returns the credential named username, revoked or not, or ErrNotFound.
 func (db *DB) FindCredential(ctx context.Context, username string) (*CredentialRecord, error) {
-	row, err := db.queryRow(ctx, `SELECT `+credentialColumns+` FROM credentials WHERE username = ?`, username)
-	if err != nil {
-		return nil, err
-	}
+	row := db.queryRow(ctx, `SELECT `+credentialColumns+` FROM credentials WHERE username = ?`, username)
 	c, err := scanCredential(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound

@@ -20,16 +20,13 @@ func (tx *Tx) CreateCustomField(ctx context.Context, f *parley.CustomField, key 
 	if err != nil {
 		return err
 	}
-	row, err := tx.queryRow(ctx, `INSERT INTO custom_fields (brand_id, field_name, field_key, custom_data_type,
+	row := tx.queryRow(ctx, `INSERT INTO custom_fields (brand_id, field_name, field_key, custom_data_type,
 	description, subtype, available_enum_values, include_in_ai_prompt, include_user_answers, is_append,
 	is_auto_collected, extraction_prompt, is_emphasize_current, is_emphasize_personal)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		f.BrandID, f.FieldName, key, f.CustomDataType, f.Description, f.Subtype, string(enum),
 		f.IncludeInAIPrompt, f.IncludeUserAnswers, f.IsAppend, f.IsAutoCollected, f.ExtractionPrompt,
 		f.IsEmphasizeCurrent, f.IsEmphasizePersonal)
-	if err != nil {
-		return err
-	}
 	if err := row.Scan(&f.ID); err != nil {
 		if isUniqueViolation(err) {
 			return parley.Errorf(parley.EDuplicate, "Duplicate entry for '%s'", key)
@@ -87,15 +84,12 @@ func (tx *Tx) CreateSegment(ctx context.Context, s *parley.Segment) error {
 	}
 	s.DateCreated = parley.Time{Time: tx.now}
 	s.DateLastUpdated = s.DateCreated
-	row, err := tx.queryRow(ctx, `INSERT INTO segments (brand_id, name, source, type, is_active, is_archived,
+	row := tx.queryRow(ctx, `INSERT INTO segments (brand_id, name, source, type, is_active, is_archived,
 	criteria, description, is_pinned, color_id, ltv, average_order_value, average_purchase_frequency,
 	date_created, date_last_updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		s.BrandID, s.Name, s.Source, s.Type, s.IsActive, s.IsArchived, string(crit), s.Description,
 		s.IsPinned, s.ColorID, s.LTV, s.AverageOrderValue, s.AveragePurchaseFrequency,
 		micros(tx.now), micros(tx.now))
-	if err != nil {
-		return err
-	}
 	if err := row.Scan(&s.ID); err != nil {
 		if isUniqueViolation(err) {
 			return parley.Errorf(parley.EDuplicate, "Duplicate entry for '%s'", s.Name)

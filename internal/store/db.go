@@ -47,10 +47,8 @@ type DB struct {
 
 	engine string // "sqlite" or "postgres"
 
-	readStmts  stmtCache
-	writeStmts stmtCache
-	rebound    sync.Map    // query → query with the engine's placeholders
-	group      groupCommit // small writes of signed requests, committed together
+	rebound sync.Map    // query → query with the engine's placeholders
+	group   groupCommit // small writes of signed requests, committed together
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -166,17 +164,12 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 }
 
 func newDB(write, read *sql.DB, engine string) *DB {
-	db := &DB{write: write, read: read, engine: engine, Now: time.Now}
-	db.readStmts = stmtCache{db: read, rebind: db.rebind}
-	db.writeStmts = stmtCache{db: write, rebind: db.rebind}
-	return db
+	return &DB{write: write, read: read, engine: engine, Now: time.Now}
 }
 
 // Close closes both pools.
 func (db *DB) Close() error {
 	db.stopGroup()
-	db.readStmts.close()
-	db.writeStmts.close()
 	return errors.Join(db.read.Close(), db.write.Close())
 }
 
@@ -213,16 +206,15 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
-	return db.writeStmts.prepareAll(ctx, hotWrites)
+	return nil
 }
 
 // Tx is a transaction with its clock fixed at its start, so every row it
 // writes carries the same time.
 type Tx struct {
-	tx    *sql.Tx
-	now   time.Time
-	stmts *stmtCache
-	db    *DB
+	tx  *sql.Tx
+	now time.Time
+	db  *DB
 	// hooks remembers each brand's enabled webhook endpoints for the
 	// transaction: the writes of a group commit ask for them once per
 	// brand, not once each. Writes to the endpoints forget it.
@@ -277,7 +269,7 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx := &Tx{tx: sqlTx, now: db.Now().UTC().Truncate(time.Microsecond), stmts: &db.writeStmts, db: db}
+	tx := &Tx{tx: sqlTx, now: db.Now().UTC().Truncate(time.Microsecond), db: db}
 	sw := parley.SignedWriteFromContext(ctx)
 	if sw != nil && !sw.Recorded() {
 		if err := tx.recordSignature(ctx, sw); err != nil {

@@ -30,10 +30,7 @@ var qFindDelivery = `SELECT ` + prefixed("m.", messageColumns) + `,
 
 // FindDelivery loads a message with its recipient and brand, or ErrNotFound.
 func (db *DB) FindDelivery(ctx context.Context, brandID, messageID int64) (*Delivery, error) {
-	row, err := db.queryRow(ctx, qFindDelivery, brandID, messageID)
-	if err != nil {
-		return nil, err
-	}
+	row := db.queryRow(ctx, qFindDelivery, brandID, messageID)
 	var d Delivery
 	var consent sql.NullBool
 	var sending sql.NullInt64
@@ -123,8 +120,7 @@ func (tx *Tx) TransitionMessage(ctx context.Context, brandID, messageID int64, t
 	return n == 1, nil
 }
 
-// transitionQuery is the UPDATE of TransitionMessage; its few variants are
-// prepared up front (see hotWrites).
+// transitionQuery is the UPDATE of TransitionMessage, in a few variants.
 func transitionQuery(status string, withProviderID, withProvider bool) string {
 	set := `status = ?, error_code = ?, error_message = ?`
 	switch status {
@@ -141,19 +137,6 @@ func transitionQuery(status string, withProviderID, withProvider bool) string {
 	}
 	n := len(parley.StatusFrom(status))
 	return `UPDATE messages SET ` + set + ` WHERE brand_id = ? AND id = ? AND status IN (?` + strings.Repeat(", ?", n-1) + `)`
-}
-
-// transitionQueries lists every variant of transitionQuery.
-func transitionQueries() []string {
-	var qs []string
-	for _, st := range []string{parley.StatusSent, parley.StatusDelivered, parley.StatusUndelivered, parley.StatusFailed} {
-		for _, pid := range []bool{false, true} {
-			for _, p := range []bool{false, true} {
-				qs = append(qs, transitionQuery(st, pid, p))
-			}
-		}
-	}
-	return qs
 }
 
 // SetProviderID records the provider's id for a message.
@@ -173,11 +156,8 @@ func (db *DB) FindMessageByProviderID(ctx context.Context, provider, providerID 
 // FindOutbound returns an outbound message by Parley's id, and the
 // provider it was handed to ("" while none), or ErrNotFound.
 func (db *DB) FindOutbound(ctx context.Context, messageID int64) (*parley.Message, string, error) {
-	row, err := db.queryRow(ctx, `SELECT `+messageColumns+`, COALESCE(provider, '') FROM messages
+	row := db.queryRow(ctx, `SELECT `+messageColumns+`, COALESCE(provider, '') FROM messages
 	WHERE id = ? AND direction = 'outbound'`, messageID)
-	if err != nil {
-		return nil, "", err
-	}
 	var provider string
 	m, err := scanMessage(func(dest ...any) error { return row.Scan(append(dest, &provider)...) })
 	if errors.Is(err, sql.ErrNoRows) {
@@ -190,10 +170,7 @@ func (db *DB) FindOutbound(ctx context.Context, messageID int64) (*parley.Messag
 // one returns the stored message and false.
 func (tx *Tx) InsertInbound(ctx context.Context, m *parley.Message, provider, providerID string) (bool, error) {
 	if providerID != "" {
-		row, err := tx.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE provider = ? AND provider_id = ?`, provider, providerID)
-		if err != nil {
-			return false, err
-		}
+		row := tx.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE provider = ? AND provider_id = ?`, provider, providerID)
 		if prev, err := scanMessage(row.Scan); err == nil {
 			*m = *prev
 			return false, nil
@@ -264,7 +241,7 @@ type BrandReplies struct {
 
 // FindBrandByPhone returns the brand that owns a number, with its replies.
 func (db *DB) FindBrandByPhone(ctx context.Context, phone string) (*parley.Brand, BrandReplies, error) {
-	row := db.queryRowDirect(ctx, `SELECT id, name, phone_number, date_created, help_reply, stop_reply, start_reply
+	row := db.queryRow(ctx, `SELECT id, name, phone_number, date_created, help_reply, stop_reply, start_reply
 	FROM brands WHERE phone_number = ? ORDER BY id LIMIT 1`, phone)
 	var b parley.Brand
 	var r BrandReplies
@@ -310,7 +287,7 @@ func (tx *Tx) UpdateBrand(ctx context.Context, id int64, u BrandUpdate) error {
 // FindBrandReplies returns a brand's keyword replies.
 func (db *DB) FindBrandReplies(ctx context.Context, id int64) (BrandReplies, error) {
 	var r BrandReplies
-	err := db.queryRowDirect(ctx, `SELECT help_reply, stop_reply, start_reply FROM brands WHERE id = ?`, id).Scan(&r.Help, &r.Stop, &r.Start)
+	err := db.queryRow(ctx, `SELECT help_reply, stop_reply, start_reply FROM brands WHERE id = ?`, id).Scan(&r.Help, &r.Stop, &r.Start)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, ErrNotFound
 	}
@@ -341,14 +318,14 @@ func (tx *Tx) ClearSending(ctx context.Context, brandID, messageID int64) error 
 // was created, for metrics.
 func (db *DB) QueueStats(ctx context.Context) (int64, time.Time, error) {
 	var n int64
-	if err := db.queryRowDirect(ctx, `SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable')`).Scan(&n); err != nil {
+	if err := db.queryRow(ctx, `SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable')`).Scan(&n); err != nil {
 		return 0, time.Time{}, fmt.Errorf("store: queue stats: %w", err)
 	}
 	if n == 0 {
 		return 0, time.Time{}, nil
 	}
 	var oldest time.Time
-	err := db.queryRowDirect(ctx, `SELECT created_at FROM river_job WHERE state IN ('available', 'scheduled', 'retryable') ORDER BY id LIMIT 1`).Scan(&oldest)
+	err := db.queryRow(ctx, `SELECT created_at FROM river_job WHERE state IN ('available', 'scheduled', 'retryable') ORDER BY id LIMIT 1`).Scan(&oldest)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, time.Time{}, nil
 	}
@@ -361,7 +338,7 @@ func (db *DB) QueueStats(ctx context.Context) (int64, time.Time, error) {
 // PendingWebhookDeliveries counts webhook jobs not yet finished.
 func (db *DB) PendingWebhookDeliveries(ctx context.Context) (int64, error) {
 	var n int64
-	err := db.queryRowDirect(ctx, `SELECT count(*) FROM river_job WHERE kind = 'deliver_webhook'
+	err := db.queryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'deliver_webhook'
 	AND state IN ('available', 'scheduled', 'retryable', 'running')`).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("store: pending webhooks: %w", err)

@@ -198,11 +198,7 @@ func (db *DB) runAlone(ctx context.Context, op *groupOp) error {
 	case op.claim != nil:
 		c := op.claim
 		c.rec = nil
-		s, err := db.writeStmts.get(ctx, qClaimNewKey)
-		if err != nil {
-			return err
-		}
-		res, err := s.ExecContext(ctx, c.brandID, c.key, c.hash, c.lockedUntil, micros(db.Now()), c.expires)
+		res, err := db.write.ExecContext(ctx, db.rebind(qClaimNewKey), c.brandID, c.key, c.hash, c.lockedUntil, micros(db.Now()), c.expires)
 		if err != nil {
 			return fmt.Errorf("store: claim idempotency key: %w", err)
 		}
@@ -211,11 +207,7 @@ func (db *DB) runAlone(ctx context.Context, op *groupOp) error {
 		}
 	case op.save != nil:
 		v := op.save
-		s, err := db.writeStmts.get(ctx, qSaveKey)
-		if err != nil {
-			return err
-		}
-		if _, err := s.ExecContext(ctx, v.status, v.contentType, v.body, v.brandID, v.key, v.lockedUntil); err != nil {
+		if _, err := db.write.ExecContext(ctx, db.rebind(qSaveKey), v.status, v.contentType, v.body, v.brandID, v.key, v.lockedUntil); err != nil {
 			return fmt.Errorf("store: save idempotent response: %w", err)
 		}
 		return nil
@@ -417,10 +409,7 @@ func claimExisting(ctx context.Context, tx *Tx, c *keyClaim) error {
 	var status sql.NullInt64
 	var ctype sql.NullString
 	rec := &parley.IdempotencyRecord{}
-	row, err := tx.queryRow(ctx, qReadKey, c.brandID, c.key)
-	if err != nil {
-		return err
-	}
+	row := tx.queryRow(ctx, qReadKey, c.brandID, c.key)
 	if err := row.Scan(&rec.RequestHash, &status, &ctype, &rec.Body); err != nil {
 		return fmt.Errorf("store: read idempotency key: %w", err)
 	}
@@ -452,7 +441,7 @@ func saveResponses(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	return nil
 }
 
-// The idempotency statements, prepared up front (see hotWrites).
+// The idempotency statements.
 const (
 	qClaimKey = `INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?)
@@ -468,9 +457,6 @@ const (
 		WHERE brand_id = ? AND idem_key = ? AND locked_until = ? AND status IS NULL`
 	qReleaseKey = `DELETE FROM idempotency_keys WHERE brand_id = ? AND idem_key = ? AND locked_until = ? AND status IS NULL`
 )
-
-// hardeningWrites are hotWrites: every signed write or keyed POST runs them.
-var hardeningWrites = []string{qRecordSignature, qClaimKey, qClaimNewKey, qReadKey, qSaveKey, qReleaseKey}
 
 // ClaimIdempotencyKey takes the brand's key for a request whose method,
 // target and body hash to hash, until lockedUntil (the request's deadline).

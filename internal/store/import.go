@@ -64,14 +64,11 @@ func (tx *Tx) InsertImport(ctx context.Context, r *ImportRecord) error {
 		return err
 	}
 	r.DateCreated = parley.Time{Time: tx.now}
-	row, err := tx.queryRow(ctx, `INSERT INTO imports (brand_id, status, file_name, blob_key, on_duplicate,
+	row := tx.queryRow(ctx, `INSERT INTO imports (brand_id, status, file_name, blob_key, on_duplicate,
 	messaging_consent_default, delimiter, columns, total_rows, next_offset, next_line, date_created)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		r.BrandID, r.Status, r.FileName, r.BlobKey, r.OnDuplicate, toNullBool(r.MessagingConsentDefault), r.Delimiter,
 		string(cols), r.TotalRows, r.NextOffset, r.NextLine, micros(tx.now))
-	if err != nil {
-		return err
-	}
 	if err := row.Scan(&r.ID); err != nil {
 		return fmt.Errorf("store: insert import: %w", err)
 	}
@@ -80,7 +77,7 @@ func (tx *Tx) InsertImport(ctx context.Context, r *ImportRecord) error {
 
 // FindImport returns an import of the brand, or ErrNotFound.
 func (db *DB) FindImport(ctx context.Context, brandID, id int64) (*ImportRecord, error) {
-	return scanImport(db.queryRowDirect(ctx, `SELECT `+importColumns+` FROM imports WHERE brand_id = ? AND id = ?`, brandID, id).Scan)
+	return scanImport(db.queryRow(ctx, `SELECT `+importColumns+` FROM imports WHERE brand_id = ? AND id = ?`, brandID, id).Scan)
 }
 
 // ListImports returns up to limit imports of the brand with id below

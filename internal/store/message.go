@@ -23,11 +23,8 @@ func (tx *Tx) InsertFile(ctx context.Context, f *parley.File, blobKey string) er
 
 // FindFile returns a file of the brand and its blob key, or ErrNotFound.
 func (db *DB) FindFile(ctx context.Context, brandID int64, id string) (*parley.File, string, error) {
-	row, err := db.queryRow(ctx, `SELECT id, brand_id, file_name, mime_type, size, blob_key, uploaded_at
+	row := db.queryRow(ctx, `SELECT id, brand_id, file_name, mime_type, size, blob_key, uploaded_at
 	FROM files WHERE brand_id = ? AND id = ?`, brandID, id)
-	if err != nil {
-		return nil, "", err
-	}
 	var f parley.File
 	var key string
 	var at int64
@@ -80,13 +77,10 @@ func (tx *Tx) InsertMessage(ctx context.Context, m *parley.Message) error {
 	if err != nil {
 		return err
 	}
-	row, err := tx.queryRow(ctx, qInsertMessage,
+	row := tx.queryRow(ctx, qInsertMessage,
 		m.BrandID, m.UserID, m.Direction, m.Status, m.Body, string(media), m.Type,
 		toNullString(m.ErrorCode), toNullString(m.ErrorMessage), micros(m.DateCreated.Time),
 		toNullTime(m.DateSent), toNullTime(m.DateDelivered))
-	if err != nil {
-		return err
-	}
 	if err := row.Scan(&m.ID); err != nil {
 		return fmt.Errorf("store: insert message: %w", err)
 	}
@@ -100,10 +94,7 @@ func (db *DB) FindMessage(ctx context.Context, brandID, id int64) (*parley.Messa
 
 // FindMessage is DB.FindMessage inside the transaction.
 func (tx *Tx) FindMessage(ctx context.Context, brandID, id int64) (*parley.Message, error) {
-	row, err := tx.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE brand_id = ? AND id = ?`, brandID, id)
-	if err != nil {
-		return nil, err
-	}
+	row := tx.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE brand_id = ? AND id = ?`, brandID, id)
 	m, err := scanMessage(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -113,10 +104,7 @@ func (tx *Tx) FindMessage(ctx context.Context, brandID, id int64) (*parley.Messa
 
 // findMessage returns the one message matching where, or ErrNotFound.
 func (db *DB) findMessage(ctx context.Context, where string, args ...any) (*parley.Message, error) {
-	row, err := db.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+where, args...)
-	if err != nil {
-		return nil, err
-	}
+	row := db.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+where, args...)
 	m, err := scanMessage(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound

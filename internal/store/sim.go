@@ -21,12 +21,8 @@ type SimRecord struct {
 // the record that is stored: the sim's idempotency by message id. fresh is
 // true when rec was new.
 func (db *DB) SimAccept(ctx context.Context, rec SimRecord) (SimRecord, bool, error) {
-	ins, err := db.writeStmts.get(ctx, `INSERT INTO sim_messages (provider_id, message_id, final_status,
-	error_code, error_message, due_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`)
-	if err != nil {
-		return rec, false, err
-	}
-	res, err := ins.ExecContext(ctx,
+	res, err := db.write.ExecContext(ctx, db.rebind(`INSERT INTO sim_messages (provider_id, message_id, final_status,
+	error_code, error_message, due_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`),
 		rec.ProviderID, rec.MessageID, rec.FinalStatus, nullIfEmpty(rec.ErrorCode), nullIfEmpty(rec.ErrorMessage), micros(rec.DueAt))
 	if err != nil {
 		return rec, false, fmt.Errorf("store: sim accept: %w", err)

@@ -27,50 +27,34 @@ const (
 	WHERE brand_id = ? AND id = ?`
 )
 
-// hotWrites are prepared on the writer once migrations have run.
-var hotWrites = append([]string{qUserByID, qUserByPhone, qInsertUser, qInsertUserIfFree, qUpdateUser, qInsertMessage, qMarkSending},
-	append(transitionQueries(), hardeningWrites...)...)
-
 // FindUserByID returns a user of the brand that is not deleted, or ErrNotFound.
 func (db *DB) FindUserByID(ctx context.Context, brandID, id int64) (*parley.User, error) {
-	row, err := db.queryRow(ctx, qUserByID, brandID, id)
-	if err != nil {
-		return nil, err
-	}
+	row := db.queryRow(ctx, qUserByID, brandID, id)
 	return scanUser(row)
 }
 
 // FindUserByPhone returns the brand's live user with the E.164 number, or ErrNotFound.
 func (db *DB) FindUserByPhone(ctx context.Context, brandID int64, phone string) (*parley.User, error) {
-	row, err := db.queryRow(ctx, qUserByPhone, brandID, phone)
-	if err != nil {
-		return nil, err
-	}
+	row := db.queryRow(ctx, qUserByPhone, brandID, phone)
 	return scanUser(row)
 }
 
 // FindUserByID is DB.FindUserByID inside the transaction.
 func (tx *Tx) FindUserByID(ctx context.Context, brandID, id int64) (*parley.User, error) {
-	row, err := tx.queryRow(ctx, qUserByID, brandID, id)
-	if err != nil {
-		return nil, err
-	}
+	row := tx.queryRow(ctx, qUserByID, brandID, id)
 	return scanUser(row)
 }
 
 // FindUserByPhone is DB.FindUserByPhone inside the transaction.
 func (tx *Tx) FindUserByPhone(ctx context.Context, brandID int64, phone string) (*parley.User, error) {
-	row, err := tx.queryRow(ctx, qUserByPhone, brandID, phone)
-	if err != nil {
-		return nil, err
-	}
+	row := tx.queryRow(ctx, qUserByPhone, brandID, phone)
 	return scanUser(row)
 }
 
 // InsertUser stores u and sets its ID. A live user of the brand with the
 // same number answers EDuplicate (D5).
 func (tx *Tx) InsertUser(ctx context.Context, u *parley.User) error {
-	return insertUser(ctx, tx.queryRow, u)
+	return tx.insertUser(ctx, qInsertUser, u)
 }
 
 // InsertUser is Tx.InsertUser outside a transaction of the caller's, dated
@@ -97,7 +81,7 @@ var qInsertUserIfFree = strings.Replace(qInsertUser, " RETURNING id",
 // Its signature, if any, is recorded already (recordSignatures).
 func (w *userInsert) insert(ctx context.Context, tx *Tx) (failed, err error) {
 	w.u.DateCreated, w.u.DateLastUpdated = parley.Time{Time: tx.now}, parley.Time{Time: tx.now}
-	err = insertUserQuery(ctx, tx.queryRow, qInsertUserIfFree, w.u)
+	err = tx.insertUser(ctx, qInsertUserIfFree, w.u)
 	if errors.Is(err, sql.ErrNoRows) {
 		// Nothing changed, so the signature is not kept: a copy of the
 		// request is refused the same way, not as a replay.
@@ -111,24 +95,18 @@ func (w *userInsert) insert(ctx context.Context, tx *Tx) (failed, err error) {
 	return nil, err
 }
 
-func insertUser(ctx context.Context, queryRow func(context.Context, string, ...any) (*sql.Row, error), u *parley.User) error {
-	return insertUserQuery(ctx, queryRow, qInsertUser, u)
-}
-
-func insertUserQuery(ctx context.Context, queryRow func(context.Context, string, ...any) (*sql.Row, error), query string, u *parley.User) error {
+// insertUser runs query, qInsertUser or qInsertUserIfFree, for u.
+func (tx *Tx) insertUser(ctx context.Context, query string, u *parley.User) error {
 	loc := u.Location
 	if loc == nil {
 		loc = &parley.Location{}
 	}
-	row, err := queryRow(ctx, query, u.BrandID, u.PhoneNumber,
+	row := tx.queryRow(ctx, query, u.BrandID, u.PhoneNumber,
 		toNullString(u.FirstName), toNullString(u.LastName), toNullString(u.EmailAddress),
 		toNullString(u.DateOfBirth), toNullBool(u.MessagingConsent),
 		toNullString(loc.PostalCode), toNullString(loc.City), toNullString(loc.County),
 		toNullString(loc.State), toNullString(loc.StateCode), nullJSON(u.CustomData),
 		toNullString(u.Channel), u.IsDeleted, micros(u.DateCreated.Time), micros(u.DateLastUpdated.Time))
-	if err != nil {
-		return err
-	}
 	if err := row.Scan(&u.ID); err != nil {
 		if isUniqueViolation(err) {
 			return parley.Errorf(parley.EDuplicate, "Duplicate entry for '%s'", u.PhoneNumber)

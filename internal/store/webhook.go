@@ -60,10 +60,7 @@ func (tx *Tx) LockBrand(ctx context.Context, brandID int64) error {
 		return nil
 	}
 	var id int64
-	row, err := tx.queryRow(ctx, `SELECT id FROM brands WHERE id = ? FOR UPDATE`, brandID)
-	if err != nil {
-		return err
-	}
+	row := tx.queryRow(ctx, `SELECT id FROM brands WHERE id = ? FOR UPDATE`, brandID)
 	if err := row.Scan(&id); err != nil {
 		return fmt.Errorf("store: lock brand: %w", err)
 	}
@@ -72,12 +69,9 @@ func (tx *Tx) LockBrand(ctx context.Context, brandID int64) error {
 
 // CountWebhooks returns how many endpoints the brand has.
 func (tx *Tx) CountWebhooks(ctx context.Context, brandID int64) (int, error) {
-	row, err := tx.queryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE brand_id = ?`, brandID)
-	if err != nil {
-		return 0, err
-	}
+	row := tx.queryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE brand_id = ?`, brandID)
 	var n int
-	err = row.Scan(&n)
+	err := row.Scan(&n)
 	return n, err
 }
 
@@ -90,12 +84,9 @@ func (tx *Tx) InsertWebhook(ctx context.Context, w *WebhookRecord) error {
 	tx.hooks = nil
 	w.DateCreated = parley.Time{Time: tx.now}
 	w.DateLastUpdated = w.DateCreated
-	row, err := tx.queryRow(ctx, `INSERT INTO webhook_endpoints (brand_id, url, description, event_types, secret,
+	row := tx.queryRow(ctx, `INSERT INTO webhook_endpoints (brand_id, url, description, event_types, secret,
 	disabled, date_created, date_last_updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		w.BrandID, w.URL, w.Description, string(types), w.Secret, w.Disabled, micros(tx.now), micros(tx.now))
-	if err != nil {
-		return err
-	}
 	if err := row.Scan(&w.ID); err != nil {
 		return fmt.Errorf("store: insert webhook: %w", err)
 	}
@@ -132,19 +123,13 @@ func (tx *Tx) UpdateWebhook(ctx context.Context, w *WebhookRecord) error {
 
 // FindWebhook returns an endpoint of the brand inside the transaction.
 func (tx *Tx) FindWebhook(ctx context.Context, brandID, id int64) (*WebhookRecord, error) {
-	row, err := tx.queryRow(ctx, `SELECT `+webhookColumns+` FROM webhook_endpoints WHERE brand_id = ? AND id = ?`, brandID, id)
-	if err != nil {
-		return nil, err
-	}
+	row := tx.queryRow(ctx, `SELECT `+webhookColumns+` FROM webhook_endpoints WHERE brand_id = ? AND id = ?`, brandID, id)
 	return scanWebhook(row.Scan)
 }
 
 // FindWebhook returns an endpoint of the brand, or ErrNotFound.
 func (db *DB) FindWebhook(ctx context.Context, brandID, id int64) (*WebhookRecord, error) {
-	row, err := db.queryRow(ctx, `SELECT `+webhookColumns+` FROM webhook_endpoints WHERE brand_id = ? AND id = ?`, brandID, id)
-	if err != nil {
-		return nil, err
-	}
+	row := db.queryRow(ctx, `SELECT `+webhookColumns+` FROM webhook_endpoints WHERE brand_id = ? AND id = ?`, brandID, id)
 	return scanWebhook(row.Scan)
 }
 
@@ -196,13 +181,9 @@ func (db *DB) listWebhooks(ctx context.Context, tx *Tx, brandID int64, enabledOn
 
 // SubscribedTypes returns the event_types of each enabled endpoint of the
 // brand: the check a change makes before it decides whether to write an
-// event, on the hot path, so it is one prepared query reading one column.
+// event, on the hot path, so it is one query reading one column.
 func (db *DB) SubscribedTypes(ctx context.Context, brandID int64) ([][]string, error) {
-	s, err := db.readStmts.get(ctx, `SELECT event_types FROM webhook_endpoints WHERE brand_id = ? AND disabled = FALSE`)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.QueryContext(ctx, brandID)
+	rows, err := db.query(ctx, `SELECT event_types FROM webhook_endpoints WHERE brand_id = ? AND disabled = FALSE`, brandID)
 	if err != nil {
 		return nil, fmt.Errorf("store: subscribed types: %w", err)
 	}
@@ -252,7 +233,7 @@ func (tx *Tx) InsertEvent(ctx context.Context, brandID int64, e *parley.Event, p
 func (db *DB) FindEvent(ctx context.Context, brandID int64, id string) (string, []byte, time.Time, error) {
 	var typ, payload string
 	var created int64
-	err := db.queryRowDirect(ctx, `SELECT type, payload, date_created FROM events WHERE brand_id = ? AND id = ?`, brandID, id).Scan(&typ, &payload, &created)
+	err := db.queryRow(ctx, `SELECT type, payload, date_created FROM events WHERE brand_id = ? AND id = ?`, brandID, id).Scan(&typ, &payload, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil, time.Time{}, ErrNotFound
 	}
@@ -327,10 +308,7 @@ func (db *DB) ListWebhookDeliveries(ctx context.Context, brandID, endpointID, be
 
 // FindWebhookDelivery returns one attempt of an endpoint of the brand.
 func (db *DB) FindWebhookDelivery(ctx context.Context, brandID, endpointID, id int64) (*parley.WebhookDelivery, error) {
-	row, err := db.queryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE brand_id = ? AND endpoint_id = ? AND id = ?`,
+	row := db.queryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE brand_id = ? AND endpoint_id = ? AND id = ?`,
 		brandID, endpointID, id)
-	if err != nil {
-		return nil, err
-	}
 	return scanDelivery(row.Scan)
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,53 @@ func TestListMessagesNewestFirst(t *testing.T) {
 func TestRedact(t *testing.T) {
 	if got := store.Redact("postgres://u:secret@h/db"); got != "postgres://u:xxxxx@h/db" {
 		t.Errorf("Redact = %q", got)
+	}
+}
+
+// TestGenericPlansOnYoungTables: PostgreSQL plans a prepared statement
+// once for all its executions (a generic plan) and keeps it; on a table
+// it has never analyzed — a new installation, or a server with autovacuum
+// off — every index looks alike. The hot lookups by id must still go
+// through the index that finds one row, not one that reads all of a
+// brand's users or messages.
+func TestGenericPlansOnYoungTables(t *testing.T) {
+	if apitest.Engine() != "postgres" {
+		t.Skip("PostgreSQL's planner (PARLEY_TEST_POSTGRES_URL)")
+	}
+	db := mustOpenDB(t)
+	ctx := t.Context()
+	conn, err := db.Writer().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(name, query, args string) string {
+		if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+db.Rebind(query)); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE `+name+`(`+args+`)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, line)
+		}
+		return strings.Join(out, "\n")
+	}
+	if p := plan("user_by_id", store.QueryUserByID, "1"); !strings.Contains(p, "users_pkey") {
+		t.Errorf("a user by id is not found through the primary key:\n%s", p)
+	}
+	p := plan("sent", store.QuerySentByPID, "'sent', NULL, NULL, 0, 'x', 'sim', 1, 1, 'queued'")
+	if !strings.Contains(p, "messages_brand_id") && !strings.Contains(p, "messages_pkey") {
+		t.Errorf("a message's status change does not find it through (brand_id, id) or the primary key:\n%s", p)
 	}
 }

@@ -15,7 +15,14 @@ const userColumns = `id, brand_id, phone_number, first_name, last_name, email_ad
 	is_deleted, date_created, date_last_updated`
 
 const (
-	qUserByID    = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND id = ? AND is_deleted = FALSE`
+	// qUserByID names the user by id alone, so the primary key is the only
+	// index a plan can take; ofBrand checks the rest. With brand_id and
+	// is_deleted in the WHERE, the partial phone index (which implies
+	// both) is as good to PostgreSQL's planner for a table it has not
+	// analyzed, and a prepared statement keeps the plan it chose while the
+	// table was empty: each lookup then read every user of the brand
+	// (measured: ~790 index entries per lookup at 1,000 users).
+	qUserByID    = `SELECT ` + userColumns + ` FROM users WHERE id = ?`
 	qUserByPhone = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND phone_number = ? AND is_deleted = FALSE`
 	qInsertUser  = `INSERT INTO users (brand_id, phone_number, first_name, last_name, email_address,
 	date_of_birth, messaging_consent, postal_code, city, county, state, state_code, custom_data,
@@ -29,8 +36,8 @@ const (
 
 // FindUserByID returns a user of the brand that is not deleted, or ErrNotFound.
 func (db *DB) FindUserByID(ctx context.Context, brandID, id int64) (*parley.User, error) {
-	row := db.queryRow(ctx, qUserByID, brandID, id)
-	return scanUser(row)
+	u, err := scanUser(db.queryRow(ctx, qUserByID, id))
+	return ofBrand(brandID, u, err)
 }
 
 // FindUserByPhone returns the brand's live user with the E.164 number, or ErrNotFound.
@@ -41,8 +48,16 @@ func (db *DB) FindUserByPhone(ctx context.Context, brandID int64, phone string) 
 
 // FindUserByID is DB.FindUserByID inside the transaction.
 func (tx *Tx) FindUserByID(ctx context.Context, brandID, id int64) (*parley.User, error) {
-	row := tx.queryRow(ctx, qUserByID, brandID, id)
-	return scanUser(row)
+	u, err := scanUser(tx.queryRow(ctx, qUserByID, id))
+	return ofBrand(brandID, u, err)
+}
+
+// ofBrand keeps a user found by id only if it is the brand's and live.
+func ofBrand(brandID int64, u *parley.User, err error) (*parley.User, error) {
+	if err == nil && (u.BrandID != brandID || u.IsDeleted) {
+		return nil, ErrNotFound
+	}
+	return u, err
 }
 
 // FindUserByPhone is DB.FindUserByPhone inside the transaction.

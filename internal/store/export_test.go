@@ -1,0 +1,12 @@
+package store
+
+import "github.com/parleyhq/parley"
+
+// Hot queries, for the test of their plans.
+var (
+	QueryUserByID  = qUserByID
+	QuerySentByPID = transitionQuery(parley.StatusSent, true, true)
+)
+
+// Rebind is rebind, for the test of plans.
+func (db *DB) Rebind(q string) string { return db.rebind(q) }

@@ -11,8 +11,8 @@ import (
 )
 
 // stmtsPerConn bounds the statements a SQLite connection keeps prepared.
-// Parley and River together run fewer than a hundred distinct statements;
-// the bound only matters for generated ones (IN lists of every length).
+// Parley's and River's statements are a fixed set; the bound is for the
+// generated ones (IN lists and multi-row INSERTs of every length).
 const stmtsPerConn = 256
 
 // openSQLiteDB opens a pool whose connections keep every statement they run

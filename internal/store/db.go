@@ -49,6 +49,11 @@ type DB struct {
 
 	rebound sync.Map    // query → query with the engine's placeholders
 	group   groupCommit // small writes of signed requests, committed together
+	// committers is how many groups commit at once: one on SQLite, whose
+	// single writer would only queue more; several on PostgreSQL, where
+	// one goroutine running every write's statements in turn, a round trip
+	// each, became the limit (issue #4).
+	committers int
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -108,7 +113,9 @@ func openPostgres(ctx context.Context, dsn string, opt Options) (*DB, error) {
 		read.Close()
 		return nil, fmt.Errorf("store: open %s: %w", Redact(dsn), err)
 	}
-	return newDB(write, read, "postgres"), nil
+	db := newDB(write, read, "postgres")
+	db.committers = max(2, n/2)
+	return db, nil
 }
 
 func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
@@ -164,7 +171,7 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 }
 
 func newDB(write, read *sql.DB, engine string) *DB {
-	return &DB{write: write, read: read, engine: engine, Now: time.Now}
+	return &DB{write: write, read: read, engine: engine, Now: time.Now, committers: 1}
 }
 
 // Close closes both pools.
@@ -221,6 +228,32 @@ type Tx struct {
 	hooks map[int64][]*WebhookRecord
 	// committed run once the transaction has committed (see AfterCommit).
 	committed []func()
+	// batches are flushed just before the commit, in the order made (see Batch).
+	batches    map[any]Flusher
+	batchOrder []Flusher
+}
+
+// A Flusher finishes work that the writes of a transaction added to it.
+type Flusher interface {
+	Flush(ctx context.Context, tx *Tx) error
+}
+
+// Batch returns the transaction's batch under key, made by mk on first
+// use. Its Flush runs once, inside the transaction, just before it commits:
+// the writes of a group commit that each add to it — jobs to queue, say —
+// then cost one statement between them. A batch whose flush fails fails the
+// transaction, so a group's writes run again, each with a batch of its own.
+func (tx *Tx) Batch(key any, mk func() Flusher) Flusher {
+	if b, ok := tx.batches[key]; ok {
+		return b
+	}
+	if tx.batches == nil {
+		tx.batches = map[any]Flusher{}
+	}
+	b := mk()
+	tx.batches[key] = b
+	tx.batchOrder = append(tx.batchOrder, b)
+	return b
 }
 
 // AfterCommit runs f once the transaction commits, and never if it rolls
@@ -253,15 +286,32 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 // one commit, and on PostgreSQL one wait for the disk, for all of them.
 // fn runs under the group's context, not ctx, and must change nothing
 // outside the transaction: if a write of the group fails, each runs again
-// in a transaction of its own. Once queued, the call waits for the outcome
-// even if ctx ends. A signed request's write, whose signature must be
-// recorded with it (D2), runs alone. Never call it while holding the
-// writer (inside WithTx): on SQLite the group would wait for it forever.
+// in a transaction of its own — unless fn fails with Unchanged, which
+// fails only itself. Once queued, the call waits for the outcome even if
+// ctx ends. A signed request's signature is recorded in the same
+// transaction (D2). Never call it while holding the writer (inside
+// WithTx): on SQLite the group would wait for it forever.
 func (db *DB) WithGroupTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
+	return db.inGroup(ctx, &groupOp{fn: fn, signed: unrecorded(ctx)})
+}
+
+// Unchanged marks the error of a grouped write (WithGroupTx) that failed
+// before it changed anything, such as a check that found no such user: the
+// other writes of its group commit without it, instead of each running
+// again alone. Its caller gets err.
+func Unchanged(err error) error { return unchanged{err} }
+
+type unchanged struct{ error }
+
+func (u unchanged) Unwrap() error { return u.error }
+
+// unrecorded returns ctx's signed write if its signature is yet to be
+// recorded.
+func unrecorded(ctx context.Context) *parley.SignedWrite {
 	if sw := parley.SignedWriteFromContext(ctx); sw != nil && !sw.Recorded() {
-		return db.WithTx(ctx, func(tx *Tx) error { return fn(ctx, tx) })
+		return sw
 	}
-	return db.inGroup(ctx, &groupOp{fn: fn})
+	return nil
 }
 
 func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
@@ -280,6 +330,12 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := fn(tx); err != nil {
 		sqlTx.Rollback()
 		return err
+	}
+	for i := 0; i < len(tx.batchOrder); i++ { // a flush may add a batch
+		if err := tx.batchOrder[i].Flush(ctx, tx); err != nil {
+			sqlTx.Rollback()
+			return err
+		}
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)

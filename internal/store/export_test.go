@@ -4,9 +4,13 @@ import "github.com/parleyhq/parley"
 
 // Hot queries, for the test of their plans.
 var (
-	QueryUserByID  = qUserByID
-	QuerySentByPID = transitionQuery(parley.StatusSent, true, true)
+	QueryUserByID        = qUserByID
+	QuerySentByPID       = transitionQuery(parley.StatusSent, true, true)
+	QueryInsertMessageTo = qInsertMessageToUser
 )
 
 // Rebind is rebind, for the test of plans.
 func (db *DB) Rebind(q string) string { return db.rebind(q) }
+
+// Committers is how many group commits run at once.
+func (db *DB) Committers() int { return db.committers }

@@ -23,6 +23,9 @@ type groupOp struct {
 	save  *keySave
 	user  *userInsert
 	fn    func(ctx context.Context, tx *Tx) error
+	// signed is the write's request, whose signature the group records
+	// unless it was recorded already (D2).
+	signed *parley.SignedWrite
 	// ctx is the caller's: an op whose caller is gone before its group
 	// starts is not run. Its statements run under the group's context, so
 	// a caller giving up mid-group cannot fail the others.
@@ -35,9 +38,9 @@ type groupOp struct {
 	done chan struct{}
 }
 
-// groupCommit runs small writes — user creates, idempotency keys — in
-// shared transactions: one goroutine
-// commits whatever has queued while the previous commit ran. The writes
+// groupCommit runs small writes — user creates, idempotency keys, sends,
+// status changes — in shared transactions: each committer goroutine
+// commits whatever has queued while its previous commit ran. The writes
 // then cost a fraction of a transaction each instead of one each, which
 // on SQLite's single writer is most of their cost.
 type groupCommit struct {
@@ -109,13 +112,16 @@ func (db *DB) startGroup() *groupCommit {
 		g.queue = make(chan *groupOp, groupBatch)
 		g.closing = make(chan struct{})
 		g.stopped = make(chan struct{})
-		go db.runGroup(g)
+		var wg sync.WaitGroup
+		for range db.committers {
+			wg.Go(func() { db.runGroup(g) })
+		}
+		go func() { wg.Wait(); close(g.stopped) }()
 	})
 	return g
 }
 
 func (db *DB) runGroup(g *groupCommit) {
-	defer close(g.stopped)
 	batch := make([]*groupOp, 0, groupBatch)
 	for {
 		select {
@@ -212,7 +218,7 @@ func (db *DB) runAlone(ctx context.Context, op *groupOp) error {
 		}
 		return nil
 	}
-	// Ops record a request's signature themselves, when they do (a create).
+	// The op records its request's signature itself (runGroupOps).
 	ctx = parley.NewContextWithSignedWrite(ctx, nil)
 	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) })
 }
@@ -226,16 +232,16 @@ func (db *DB) runOne(ctx context.Context, op *groupOp) error {
 func (op *groupOp) finish(err error) {
 	if err == nil {
 		err = op.failed
-		if u := op.user; err == nil && u != nil && u.signed != nil {
-			u.signed.MarkRecorded()
+		if err == nil && op.signed != nil {
+			op.signed.MarkRecorded()
 		}
 	}
 	op.err = err
 	close(op.done)
 }
 
-// recordSignatures records the signatures of the batch's creates with one
-// INSERT, which returns the keys it added, and reports the creates whose
+// recordSignatures records the signatures of the batch's writes with one
+// INSERT, which returns the keys it added, and reports the writes whose
 // signature was there already — or earlier in the batch: replays.
 func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*groupOp]bool, error) {
 	type sigKey struct {
@@ -247,10 +253,10 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 	first := map[sigKey]*groupOp{}
 	replayed := map[*groupOp]bool{}
 	for _, op := range batch {
-		if op.user == nil || op.user.signed == nil || op.user.signed.Recorded() {
+		sw := op.signed
+		if sw == nil || sw.Recorded() {
 			continue
 		}
-		sw := op.user.signed
 		k := sigKey{micros(sw.Expires), string(sw.Key)}
 		if _, dup := first[k]; dup {
 			replayed[op] = true
@@ -288,22 +294,28 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 	return replayed, rows.Err()
 }
 
-// runGroupOps creates the batch's users, saves its responses, runs the
-// other writes in order, then claims its keys.
+// runGroupOps records the batch's signatures, creates its users, saves
+// its responses, runs the other writes in order, then claims its keys. A
+// replayed write does not run.
 func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	replayed, err := recordSignatures(ctx, tx, batch)
 	if err != nil {
 		return err
 	}
 	for _, op := range batch {
-		if op.user == nil {
-			continue
-		}
+		op.failed = nil
 		if replayed[op] {
 			op.failed = parley.ErrReplayed
+		}
+	}
+	for _, op := range batch {
+		if op.user == nil || op.failed != nil {
 			continue
 		}
 		if op.failed, err = op.user.insert(ctx, tx); err != nil {
+			return err
+		}
+		if err := op.forgetIfFailed(ctx, tx); err != nil {
 			return err
 		}
 	}
@@ -313,13 +325,37 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		return err
 	}
 	for _, op := range batch {
-		if op.fn != nil {
-			if err := op.fn(ctx, tx); err != nil {
+		if op.fn == nil || op.failed != nil {
+			continue
+		}
+		err := op.fn(ctx, tx)
+		var u unchanged
+		if !errors.As(err, &u) {
+			if err != nil {
 				return err
 			}
+			continue
+		}
+		op.failed = u.error
+		if err := op.forgetIfFailed(ctx, tx); err != nil {
+			return err
 		}
 	}
 	return claimKeys(ctx, tx, batch)
+}
+
+// forgetIfFailed takes back the signature of a write that failed without
+// changing anything, so a copy of its request is refused the same way, not
+// as a replay — as a transaction of its own that rolled back would.
+func (op *groupOp) forgetIfFailed(ctx context.Context, tx *Tx) error {
+	sw := op.signed
+	if op.failed == nil || sw == nil || sw.Recorded() {
+		return nil
+	}
+	if _, err := tx.exec(ctx, qForgetSignature, micros(sw.Expires), sw.Key); err != nil {
+		return fmt.Errorf("store: forget signature: %w", err)
+	}
+	return nil
 }
 
 // keyClaim asks for an idempotency key (see ClaimIdempotencyKey).

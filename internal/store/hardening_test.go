@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -232,17 +233,18 @@ func TestInsertUserGrouped(t *testing.T) {
 // writes returned by start have been queued behind it, so those share the
 // next transaction; each records the transaction it ran in.
 func groupOfWrites(t *testing.T, db *store.DB, n int, write func(i int, tx *store.Tx) error) (txs []*sql.Tx, errs []error) {
+	return groupOfWritesCtx(t, db, n, func(int) context.Context { return t.Context() }, write)
+}
+
+// groupOfWritesCtx is groupOfWrites with each write's context from ctx.
+func groupOfWritesCtx(t *testing.T, db *store.DB, n int, ctx func(i int) context.Context, write func(i int, tx *store.Tx) error) (txs []*sql.Tx, errs []error) {
 	t.Helper()
-	release := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- db.WithGroupTx(t.Context(), func(context.Context, *store.Tx) error { <-release; return nil })
-	}()
+	release, first := holdCommitters(t, db)
 	txs, errs = make([]*sql.Tx, n), make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = db.WithGroupTx(t.Context(), func(_ context.Context, tx *store.Tx) error {
+			errs[i] = db.WithGroupTx(ctx(i), func(_ context.Context, tx *store.Tx) error {
 				txs[i] = tx.SQL()
 				return write(i, tx)
 			})
@@ -251,10 +253,33 @@ func groupOfWrites(t *testing.T, db *store.DB, n int, write func(i int, tx *stor
 	time.Sleep(200 * time.Millisecond) // the writes queue behind the first
 	close(release)
 	wg.Wait()
-	if err := <-first; err != nil {
+	if err := first(); err != nil {
 		t.Fatal(err)
 	}
 	return txs, errs
+}
+
+// holdCommitters keeps every group committer busy with a write of its own
+// until release is closed; first then waits for those writes.
+func holdCommitters(t *testing.T, db *store.DB) (release chan struct{}, first func() error) {
+	release = make(chan struct{})
+	held := make(chan error, db.Committers())
+	for range db.Committers() {
+		// One at a time: a write queued while the others are busy is the
+		// next idle committer's.
+		started := make(chan struct{})
+		go func() {
+			held <- db.WithGroupTx(t.Context(), func(context.Context, *store.Tx) error { close(started); <-release; return nil })
+		}()
+		<-started
+	}
+	return release, func() error {
+		var errs []error
+		for range db.Committers() {
+			errs = append(errs, <-held)
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // TestWithGroupTxShares: writes that queue while a group commits share
@@ -316,26 +341,155 @@ func TestWithGroupTxFailureIsolated(t *testing.T) {
 	}
 }
 
-// TestWithGroupTxSignedWriteAlone: a signed request's write runs in a
-// transaction of its own, which records its signature (D2).
-func TestWithGroupTxSignedWriteAlone(t *testing.T) {
+// TestWithGroupTxSigned: signed requests' writes share a group commit,
+// each with its signature recorded in it (D2); a copy queued in the same
+// group is refused as a replay without running, and so is a later copy.
+func TestWithGroupTxSigned(t *testing.T) {
 	db := mustOpenDB(t)
 	brand := mustBrand(t, db)
-	sw := &parley.SignedWrite{Key: []byte("grouped"), Expires: time.Now().Add(time.Minute)}
-	ctx := parley.NewContextWithSignedWrite(t.Context(), sw)
-	write := func(name string) error {
-		return db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
-			return tx.CreateCustomField(ctx, &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
+	exp := time.Now().Add(time.Minute)
+	sws := make([]*parley.SignedWrite, 4)
+	for i := range sws {
+		sws[i] = &parley.SignedWrite{Key: []byte(fmt.Sprint("sig", i%3)), Expires: exp} // 3 is a copy of 0
+	}
+	var ran atomic.Int64
+	txs, errs := groupOfWritesCtx(t, db, 4, func(i int) context.Context {
+		return parley.NewContextWithSignedWrite(t.Context(), sws[i])
+	}, func(i int, tx *store.Tx) error {
+		ran.Add(1)
+		name := fmt.Sprint("signed", i)
+		return tx.CreateCustomField(t.Context(), &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
+	})
+	replays := 0
+	for i, err := range errs {
+		switch {
+		case err == parley.ErrReplayed:
+			replays++
+		case err != nil:
+			t.Fatalf("write %d: %v", i, err)
+		case !sws[i].Recorded():
+			t.Errorf("write %d committed without its signature marked recorded", i)
+		}
+	}
+	if replays != 1 || ran.Load() != 3 {
+		t.Errorf("%d replays, %d writes ran; want the copy refused without running (1, 3)", replays, ran.Load())
+	}
+	if errs[1] == nil && errs[2] == nil && txs[1] != txs[2] {
+		t.Error("two signed writes queued together ran in separate transactions")
+	}
+	copyOf := &parley.SignedWrite{Key: []byte("sig1"), Expires: exp}
+	err := db.WithGroupTx(parley.NewContextWithSignedWrite(t.Context(), copyOf), func(context.Context, *store.Tx) error {
+		t.Error("a later copy ran")
+		return nil
+	})
+	if err != parley.ErrReplayed {
+		t.Fatalf("a later copy: %v, want ErrReplayed", err)
+	}
+}
+
+// TestWithGroupTxUnchanged: a grouped write that refuses before changing
+// anything (store.Unchanged) fails on its own, with its own error; the
+// others commit in the group's transaction instead of each running again
+// alone, and a signed refusal keeps no signature, so its copy is refused
+// the same way, not as a replay.
+func TestWithGroupTxUnchanged(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	missing := parley.Errorf(parley.ENotFound, "no such thing")
+	exp := time.Now().Add(time.Minute)
+	sw := func(i int) *parley.SignedWrite {
+		return &parley.SignedWrite{Key: []byte(fmt.Sprint("unchanged", i)), Expires: exp}
+	}
+	write := func(i int, tx *store.Tx) error {
+		if i == 1 {
+			return store.Unchanged(missing)
+		}
+		name := fmt.Sprint("u", i)
+		return tx.CreateCustomField(t.Context(), &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
+	}
+	txs, errs := groupOfWritesCtx(t, db, 3, func(i int) context.Context {
+		return parley.NewContextWithSignedWrite(t.Context(), sw(i))
+	}, write)
+	if errs[0] != nil || errs[1] != missing || errs[2] != nil {
+		t.Fatalf("outcomes %v; want nil, %v, nil", errs, missing)
+	}
+	if txs[0] != txs[2] {
+		t.Error("the group ran again write by write after a refusal")
+	}
+	fields, err := db.ListCustomFields(t.Context(), brand)
+	if err != nil || len(fields) != 2 {
+		t.Fatalf("%d fields committed (%v), want 2", len(fields), err)
+	}
+	err = db.WithGroupTx(parley.NewContextWithSignedWrite(t.Context(), sw(1)), func(_ context.Context, tx *store.Tx) error {
+		return write(1, tx)
+	})
+	if err != missing {
+		t.Errorf("a copy of the refused request: %v, want %v again", err, missing)
+	}
+}
+
+// TestTxBatch: the writes of a group add to one batch, flushed once, just
+// before the commit and inside the transaction; when the flush fails, each
+// write runs again alone with a batch of its own.
+func TestTxBatch(t *testing.T) {
+	for _, failGrouped := range []bool{false, true} {
+		t.Run(fmt.Sprint("failGrouped=", failGrouped), func(t *testing.T) {
+			db := mustOpenDB(t)
+			brand := mustBrand(t, db)
+			var mu sync.Mutex
+			var flushes []string
+			_, errs := groupOfWrites(t, db, 3, func(i int, tx *store.Tx) error {
+				b := tx.Batch(testBatchKey{}, func() store.Flusher {
+					return &testBatch{brand: brand, fail: failGrouped, mu: &mu, flushes: &flushes}
+				}).(*testBatch)
+				b.items = append(b.items, fmt.Sprint(i))
+				return nil
+			})
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("write %d: %v", i, err)
+				}
+			}
+			slices.Sort(flushes)
+			want := "[0-1-2]"
+			if failGrouped {
+				want = "[0 0-1-2 1 2]" // the group's flush failed; then one each
+			}
+			if fmt.Sprint(flushes) != want {
+				t.Errorf("flushes %v, want %s", flushes, want)
+			}
+			fields, err := db.ListCustomFields(t.Context(), brand)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(fields); n != len(flushes)-map[bool]int{false: 0, true: 1}[failGrouped] {
+				t.Errorf("%d fields written by flushes %v", n, flushes)
+			}
 		})
 	}
-	if err := write("once"); err != nil || !sw.Recorded() {
-		t.Fatalf("signed write: %v, recorded %v", err, sw.Recorded())
+}
+
+type testBatchKey struct{}
+
+// testBatch writes a custom field named after the items added to it.
+type testBatch struct {
+	brand   int64
+	items   []string
+	fail    bool // when it holds more than one item
+	mu      *sync.Mutex
+	flushes *[]string
+}
+
+func (b *testBatch) Flush(ctx context.Context, tx *store.Tx) error {
+	slices.Sort(b.items) // the writes queue in any order
+	name := strings.Join(b.items, "-")
+	b.mu.Lock()
+	*b.flushes = append(*b.flushes, name)
+	b.mu.Unlock()
+	if b.fail && len(b.items) > 1 {
+		return errors.New("flush failed")
 	}
-	copyOf := &parley.SignedWrite{Key: []byte("grouped"), Expires: sw.Expires}
-	ctx = parley.NewContextWithSignedWrite(t.Context(), copyOf)
-	if err := write("twice"); err != parley.ErrReplayed {
-		t.Fatalf("its copy: %v, want ErrReplayed", err)
-	}
+	return tx.CreateCustomField(ctx, &parley.CustomField{BrandID: b.brand, FieldName: "f" + name, CustomDataType: parley.CustomString}, "f"+name)
 }
 
 // TestTxRemembersEnabledWebhooks: within a transaction a brand's enabled
@@ -384,12 +538,7 @@ func TestWithGroupTxCallerGone(t *testing.T) {
 			return tx.CreateCustomField(ctx, &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
 		}
 	}
-	release := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- db.WithGroupTx(t.Context(), func(context.Context, *store.Tx) error { <-release; return nil })
-	}()
-	time.Sleep(100 * time.Millisecond) // the first holds the committer
+	release, first := holdCommitters(t, db)
 	ctx, cancel := context.WithCancel(t.Context())
 	gone, stays := make(chan error, 1), make(chan error, 1)
 	go func() { gone <- db.WithGroupTx(ctx, field("gone")) }()
@@ -403,7 +552,7 @@ func TestWithGroupTxCallerGone(t *testing.T) {
 	if err := <-stays; err != nil {
 		t.Errorf("the other write: %v", err)
 	}
-	if err := <-first; err != nil {
+	if err := first(); err != nil {
 		t.Fatal(err)
 	}
 	fields, err := db.ListCustomFields(t.Context(), brand)

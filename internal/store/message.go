@@ -87,6 +87,38 @@ func (tx *Tx) InsertMessage(ctx context.Context, m *parley.Message) error {
 	return nil
 }
 
+// qInsertMessageToUser inserts a message only if its user is the brand's
+// and live: one statement instead of a lookup and an insert. The user is
+// found by id alone in a subquery that LIMIT keeps whole, for the reason
+// given at qUserByID.
+const qInsertMessageToUser = `INSERT INTO messages (brand_id, user_id, direction, status, body,
+	media_item_uuids, type, error_code, error_message, date_created, date_sent, date_delivered)
+	SELECT brand_id, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+	FROM (SELECT id, brand_id, is_deleted FROM users WHERE id = ? LIMIT 1) u
+	WHERE brand_id = ? AND is_deleted = FALSE
+	RETURNING id`
+
+// InsertMessageToUser is InsertMessage for a message to one of the
+// brand's live users; it stores nothing and returns ErrNotFound when
+// m.UserID is not one.
+func (tx *Tx) InsertMessageToUser(ctx context.Context, m *parley.Message) error {
+	media, err := json.Marshal(nonNil(m.MediaItemUUIDs))
+	if err != nil {
+		return err
+	}
+	row := tx.queryRow(ctx, qInsertMessageToUser,
+		m.Direction, m.Status, m.Body, string(media), m.Type,
+		toNullString(m.ErrorCode), toNullString(m.ErrorMessage), micros(m.DateCreated.Time),
+		toNullTime(m.DateSent), toNullTime(m.DateDelivered), m.UserID, m.BrandID)
+	switch err := row.Scan(&m.ID); {
+	case errors.Is(err, sql.ErrNoRows):
+		return ErrNotFound
+	case err != nil:
+		return fmt.Errorf("store: insert message: %w", err)
+	}
+	return nil
+}
+
 // FindMessage returns a message of the brand, or ErrNotFound.
 func (db *DB) FindMessage(ctx context.Context, brandID, id int64) (*parley.Message, error) {
 	return db.findMessage(ctx, `brand_id = ? AND id = ?`, brandID, id)

@@ -197,7 +197,11 @@ func TestGenericPlansOnYoungTables(t *testing.T) {
 	if p := plan("user_by_id", store.QueryUserByID, "1"); !strings.Contains(p, "users_pkey") {
 		t.Errorf("a user by id is not found through the primary key:\n%s", p)
 	}
-	p := plan("sent", store.QuerySentByPID, "'sent', NULL, NULL, 0, 'x', 'sim', 1, 1, 'queued'")
+	p := plan("send", store.QueryInsertMessageTo, "'outbound', 'queued', 'hi', '[]', 'conversational', NULL, NULL, 0, NULL, NULL, 1, 1")
+	if !strings.Contains(p, "users_pkey") {
+		t.Errorf("a message's user is not found through the primary key:\n%s", p)
+	}
+	p = plan("sent", store.QuerySentByPID, "'sent', NULL, NULL, 0, 'x', 'sim', 1, 1, 'queued'")
 	if !strings.Contains(p, "messages_brand_id") && !strings.Contains(p, "messages_pkey") {
 		t.Errorf("a message's status change does not find it through (brand_id, id) or the primary key:\n%s", p)
 	}

@@ -77,13 +77,12 @@ func (tx *Tx) InsertUser(ctx context.Context, u *parley.User) error {
 // transaction (with their requests' replay records): a create costs a
 // fraction of a commit — of SQLite's single writer, of PostgreSQL's fsync.
 func (db *DB) InsertUser(ctx context.Context, u *parley.User) error {
-	return db.inGroup(ctx, &groupOp{user: &userInsert{u: u, signed: parley.SignedWriteFromContext(ctx)}})
+	return db.inGroup(ctx, &groupOp{user: &userInsert{u: u}, signed: unrecorded(ctx)})
 }
 
 // userInsert is one create in a group commit.
 type userInsert struct {
-	u      *parley.User
-	signed *parley.SignedWrite // recorded in the same commit unless already
+	u *parley.User
 }
 
 // qInsertUserIfFree is qInsertUser that answers no row, instead of failing
@@ -91,20 +90,12 @@ type userInsert struct {
 var qInsertUserIfFree = strings.Replace(qInsertUser, " RETURNING id",
 	" ON CONFLICT (brand_id, phone_number) WHERE is_deleted = FALSE DO NOTHING RETURNING id", 1)
 
-// insert runs one grouped create. Its outcome for the request (replayed,
+// insert runs one grouped create. Its outcome for the request (a
 // duplicate) comes back as failed; err is a failure of the transaction.
-// Its signature, if any, is recorded already (recordSignatures).
 func (w *userInsert) insert(ctx context.Context, tx *Tx) (failed, err error) {
 	w.u.DateCreated, w.u.DateLastUpdated = parley.Time{Time: tx.now}, parley.Time{Time: tx.now}
 	err = tx.insertUser(ctx, qInsertUserIfFree, w.u)
 	if errors.Is(err, sql.ErrNoRows) {
-		// Nothing changed, so the signature is not kept: a copy of the
-		// request is refused the same way, not as a replay.
-		if sw := w.signed; sw != nil && !sw.Recorded() {
-			if _, err := tx.exec(ctx, qForgetSignature, micros(sw.Expires), sw.Key); err != nil {
-				return nil, err
-			}
-		}
 		return parley.Errorf(parley.EDuplicate, "Duplicate entry for '%s'", w.u.PhoneNumber), nil
 	}
 	return nil, err

@@ -260,8 +260,8 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 // lateQueue forwards to the queue once it exists.
 type lateQueue struct{ q *jobs.Queue }
 
-func (l *lateQueue) EnqueueDelivery(ctx context.Context, tx *sql.Tx, brandID, messageID int64) error {
-	return l.q.EnqueueDelivery(ctx, tx, brandID, messageID)
+func (l *lateQueue) Insert(ctx context.Context, tx *sql.Tx, p *jobs.Pending) error {
+	return l.q.Insert(ctx, tx, p)
 }
 
 func (l *lateQueue) EnqueueImport(ctx context.Context, tx *sql.Tx, brandID, importID int64) error {
@@ -270,10 +270,6 @@ func (l *lateQueue) EnqueueImport(ctx context.Context, tx *sql.Tx, brandID, impo
 
 func (l *lateQueue) EnqueueWebhooks(ctx context.Context, tx *sql.Tx, brandID int64, eventIDs []string, endpointIDs []int64) error {
 	return l.q.EnqueueWebhooks(ctx, tx, brandID, eventIDs, endpointIDs)
-}
-
-func (l *lateQueue) EnqueueWebhook(ctx context.Context, tx *sql.Tx, brandID int64, eventID string, endpointID int64) error {
-	return l.q.EnqueueWebhook(ctx, tx, brandID, eventID, endpointID)
 }
 
 // Start runs the background work of the node's role: the job workers and,

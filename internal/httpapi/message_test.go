@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -624,5 +625,100 @@ func TestListMessagesEmpty(t *testing.T) {
 	}
 	if got := string(bytes.TrimSpace(resp.Body)); got != `{"data":[],"next_cursor":null}` {
 		t.Errorf("body = %s, want {\"data\":[],\"next_cursor\":null} (D8: data is an array, never null)", got)
+	}
+}
+
+// TestSendTogether: sends that arrive together share a transaction and one
+// insert of their jobs (issue #4). Each accepted message still has exactly
+// one delivery job and one message.queued delivery per endpoint, and a
+// send to an unknown or deleted user is refused on its own, leaving
+// nothing behind (D8).
+func TestSendTogether(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	users := make([]*parley.User, 5)
+	for i := range users {
+		users[i] = msgUser(t, e, e.A, 100+i)
+	}
+	gone := msgUser(t, e, e.A, 200)
+	if _, err := e.A.DeleteUser(e.Ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	hook := whCreate(t, e.A, "http://127.0.0.1:9/hook", "message.queued")
+
+	var mu sync.Mutex
+	var accepted []int64
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			to := users[i%len(users)].ID
+			switch i % 8 {
+			case 6:
+				to = gone.ID + 1000
+			case 7:
+				to = gone.ID
+			}
+			m, err := e.A.SendMessage(e.Ctx, parley.MessageCreate{UserID: parley.Some(to), Body: parley.Some(fmt.Sprint("hello ", i))})
+			if i%8 >= 6 {
+				wantAPIError(t, err, 404, parley.ErrorCode(parley.UserNotFound(to)))
+				return
+			}
+			if err != nil {
+				t.Errorf("send %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			accepted = append(accepted, m.ID)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(accepted) != 30 {
+		t.Fatalf("%d sends accepted, want 30", len(accepted))
+	}
+	if n := e.Count(t, "messages"); n != 30 {
+		t.Errorf("%d messages stored, want 30", n)
+	}
+
+	rows, err := e.App.DB.Writer().QueryContext(e.Ctx, "SELECT kind, args FROM river_job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var delivered []int64
+	events := map[string]bool{}
+	for rows.Next() {
+		var kind string
+		var args []byte
+		if err := rows.Scan(&kind, &args); err != nil {
+			t.Fatal(err)
+		}
+		var a struct {
+			MessageID  int64  `json:"message_id"`
+			EventID    string `json:"event_id"`
+			EndpointID int64  `json:"endpoint_id"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case kind == "deliver_message":
+			delivered = append(delivered, a.MessageID)
+		case kind == "deliver_webhook" && a.EndpointID == hook.ID:
+			events[a.EventID] = true
+		default:
+			t.Errorf("unexpected job %s %s", kind, args)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(accepted)
+	slices.Sort(delivered)
+	if !slices.Equal(delivered, accepted) {
+		t.Errorf("delivery jobs for messages %v, want one for each accepted message %v", delivered, accepted)
+	}
+	if len(events) != 30 {
+		t.Errorf("%d distinct message.queued events queued to the endpoint, want 30", len(events))
 	}
 }

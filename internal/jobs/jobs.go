@@ -30,6 +30,9 @@ type DeliverMessageArgs struct {
 // Kind implements river.JobArgs.
 func (DeliverMessageArgs) Kind() string { return "deliver_message" }
 
+// InsertOpts bounds the attempts to hand a message to the provider.
+func (DeliverMessageArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 10} }
+
 // DeliverWebhookArgs asks a worker to deliver one event to one endpoint.
 type DeliverWebhookArgs struct {
 	BrandID    int64  `json:"brand_id"`
@@ -182,15 +185,6 @@ func (w *webhookWorker) NextRetry(job *river.Job[DeliverWebhookArgs]) time.Time 
 	return time.Now().Add(d)
 }
 
-// EnqueueWebhook inserts the delivery of an event to an endpoint inside tx.
-func (q *Queue) EnqueueWebhook(ctx context.Context, tx *sql.Tx, brandID int64, eventID string, endpointID int64) error {
-	_, err := q.client.InsertTx(ctx, tx, DeliverWebhookArgs{BrandID: brandID, EventID: eventID, EndpointID: endpointID}, nil)
-	if err != nil {
-		return fmt.Errorf("jobs: enqueue webhook: %w", err)
-	}
-	return nil
-}
-
 // Start begins working jobs; a queue opened without workers does nothing.
 func (q *Queue) Start(ctx context.Context) error {
 	if !q.working {
@@ -219,14 +213,32 @@ func Migrate(ctx context.Context, db *sql.DB, engine string) error {
 	return nil
 }
 
-// EnqueueDelivery inserts the delivery job of a message inside tx, so it
-// exists if and only if the message row commits.
-func (q *Queue) EnqueueDelivery(ctx context.Context, tx *sql.Tx, brandID, messageID int64) error {
-	_, err := q.client.InsertTx(ctx, tx, DeliverMessageArgs{MessageID: messageID, BrandID: brandID}, &river.InsertOpts{
-		MaxAttempts: 10,
-	})
-	if err != nil {
-		return fmt.Errorf("jobs: enqueue delivery: %w", err)
+// Pending collects the jobs a transaction causes, for Insert to queue with
+// one statement: the messages of a group commit cost one insert between
+// them, not one each.
+type Pending struct {
+	params []river.InsertManyParams
+}
+
+// Delivery adds the delivery of a message.
+func (p *Pending) Delivery(brandID, messageID int64) {
+	p.params = append(p.params, river.InsertManyParams{Args: DeliverMessageArgs{MessageID: messageID, BrandID: brandID}})
+}
+
+// Webhook adds the delivery of an event to an endpoint.
+func (p *Pending) Webhook(brandID int64, eventID string, endpointID int64) {
+	p.params = append(p.params, river.InsertManyParams{Args: DeliverWebhookArgs{BrandID: brandID, EventID: eventID, EndpointID: endpointID}})
+}
+
+// Insert queues p's jobs inside tx, so they exist if and only if the
+// change that caused them commits, and empties p.
+func (q *Queue) Insert(ctx context.Context, tx *sql.Tx, p *Pending) error {
+	if len(p.params) == 0 {
+		return nil
 	}
+	if _, err := q.client.InsertManyFastTx(ctx, tx, p.params); err != nil {
+		return fmt.Errorf("jobs: enqueue: %w", err)
+	}
+	p.params = p.params[:0]
 	return nil
 }

@@ -29,22 +29,32 @@ func (s *Service) SendMessage(ctx context.Context, brandID int64, in parley.Mess
 		return nil, err
 	}
 	m.BrandID = brandID
-	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
-		if _, err := tx.FindUserByID(ctx, brandID, m.UserID); errors.Is(err, store.ErrNotFound) {
-			return parley.UserNotFound(m.UserID)
-		} else if err != nil {
-			return err
-		}
-		if err := checkMedia(ctx, tx, brandID, m.MediaItemUUIDs); err != nil {
-			return err
+	// Sends that arrive together share a transaction (store.WithGroupTx),
+	// and their jobs one insert.
+	err = s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		if len(m.MediaItemUUIDs) > 0 {
+			// The user is checked first, so a missing user is the error
+			// reported when the media are wrong too.
+			if _, err := tx.FindUserByID(ctx, brandID, m.UserID); errors.Is(err, store.ErrNotFound) {
+				return store.Unchanged(parley.UserNotFound(m.UserID))
+			} else if err != nil {
+				return err
+			}
+			var refused *parley.Error
+			if err := checkMedia(ctx, tx, brandID, m.MediaItemUUIDs); errors.As(err, &refused) {
+				return store.Unchanged(err)
+			} else if err != nil {
+				return err
+			}
 		}
 		m.DateCreated = parley.Time{Time: tx.Now()}
-		if err := tx.InsertMessage(ctx, m); err != nil {
+		switch err := tx.InsertMessageToUser(ctx, m); {
+		case errors.Is(err, store.ErrNotFound):
+			return store.Unchanged(parley.UserNotFound(m.UserID))
+		case err != nil:
 			return err
 		}
-		if err := s.queue.EnqueueDelivery(ctx, tx.SQL(), brandID, m.ID); err != nil {
-			return err
-		}
+		s.jobsOf(tx).Delivery(brandID, m.ID)
 		return s.emit(ctx, tx, brandID, parley.EventMessageQueued, m)
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/delivery"
+	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/phone"
 	"github.com/parleyhq/parley/internal/secretbox"
 	"github.com/parleyhq/parley/internal/store"
@@ -24,8 +25,24 @@ import (
 
 // Enqueuer puts jobs in the same transaction as the change that causes them.
 type Enqueuer interface {
-	EnqueueDelivery(ctx context.Context, tx *sql.Tx, brandID, messageID int64) error
-	EnqueueWebhook(ctx context.Context, tx *sql.Tx, brandID int64, eventID string, endpointID int64) error
+	Insert(ctx context.Context, tx *sql.Tx, p *jobs.Pending) error
+}
+
+// jobBatch holds the jobs of a transaction until it commits (store.Tx.Batch).
+type jobBatch struct {
+	q Enqueuer
+	jobs.Pending
+}
+
+func (b *jobBatch) Flush(ctx context.Context, tx *store.Tx) error {
+	return b.q.Insert(ctx, tx.SQL(), &b.Pending)
+}
+
+type jobBatchKey struct{}
+
+// jobsOf returns the jobs tx will queue when it commits.
+func (s *Service) jobsOf(tx *store.Tx) *jobs.Pending {
+	return &tx.Batch(jobBatchKey{}, func() store.Flusher { return &jobBatch{q: s.queue} }).(*jobBatch).Pending
 }
 
 // DefaultMaxFileSize is the upload limit (D9).

@@ -276,7 +276,8 @@ func (s *Service) TestWebhook(ctx context.Context, brandID, id int64) (*parley.E
 		if err != nil {
 			return err
 		}
-		return s.queue.EnqueueWebhook(ctx, tx.SQL(), brandID, ev.ID, w.ID)
+		s.jobsOf(tx).Webhook(brandID, ev.ID, w.ID)
+		return nil
 	})
 	return ev, err
 }
@@ -291,7 +292,8 @@ func (s *Service) RetryWebhookDelivery(ctx context.Context, brandID, id, deliver
 		return nil, err
 	}
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
-		return s.queue.EnqueueWebhook(ctx, tx.SQL(), brandID, d.EventID, id)
+		s.jobsOf(tx).Webhook(brandID, d.EventID, id)
+		return nil
 	})
 	return d, err
 }
@@ -348,10 +350,9 @@ func (s *Service) emitTo(ctx context.Context, tx *store.Tx, brandID int64, typ s
 	if err != nil {
 		return err
 	}
+	p := s.jobsOf(tx)
 	for _, w := range hooks {
-		if err := s.queue.EnqueueWebhook(ctx, tx.SQL(), brandID, ev.ID, w.ID); err != nil {
-			return err
-		}
+		p.Webhook(brandID, ev.ID, w.ID)
 	}
 	return nil
 }

@@ -136,6 +136,7 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	params.Add("_pragma", "synchronous(NORMAL)")
 	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	params.Add("_pragma", "foreign_keys(1)")
+	params.Add("_pragma", "temp_store(MEMORY)")
 	params.Add("_time_format", "sqlite")
 	base := "file:" + path + "?"
 

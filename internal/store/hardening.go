@@ -263,6 +263,16 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 			continue
 		}
 		first[k] = op
+		if tx.db.engine == "sqlite" {
+			res, err := tx.exec(ctx, qRecordSignature, k.expires, sw.Key)
+			if err != nil {
+				return nil, fmt.Errorf("store: record signature: %w", err)
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				replayed[op] = true
+			}
+			continue
+		}
 		replayed[op] = true // until the INSERT says it added the key
 		if len(args) == 0 {
 			q.WriteString(`INSERT INTO seen_signatures (expires_at, sig) VALUES (?, ?)`)
@@ -367,63 +377,25 @@ type keyClaim struct {
 	rec                  *parley.IdempotencyRecord // the result: nil when claimed
 }
 
-type brandKey struct {
-	brand int64
-	key   string
-}
-
-// claimKeys inserts the batch's new keys with one INSERT; a key that
-// exists (a repeat, a takeover, or twice in the batch) goes the slow way.
+// claimKeys claims the batch's keys, a prepared one-row INSERT each; a key
+// that exists (a repeat, a takeover, or twice in the batch) goes the slow
+// way. Claims share groups only on SQLite (see runAlone), where one
+// multi-row INSERT … RETURNING cost more than the rows: a new statement
+// for each batch size, and a statement journal.
 func claimKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
-	var q strings.Builder
-	var args []any
-	first := map[brandKey]*keyClaim{}
-	var slow []*keyClaim
 	for _, op := range batch {
 		c := op.claim
 		if c == nil {
 			continue
 		}
 		c.rec = nil
-		if _, dup := first[brandKey{c.brandID, c.key}]; dup {
-			slow = append(slow, c)
+		res, err := tx.exec(ctx, qClaimNewKey, c.brandID, c.key, c.hash, c.lockedUntil, micros(tx.now), c.expires)
+		if err != nil {
+			return fmt.Errorf("store: claim idempotency key: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
 			continue
 		}
-		first[brandKey{c.brandID, c.key}] = c
-		if len(args) == 0 {
-			q.WriteString(`INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`)
-		} else {
-			q.WriteString(", (?, ?, ?, ?, ?, ?)")
-		}
-		args = append(args, c.brandID, c.key, c.hash, c.lockedUntil, micros(tx.now), c.expires)
-	}
-	if len(args) == 0 {
-		return nil
-	}
-	q.WriteString(` ON CONFLICT (brand_id, idem_key) DO NOTHING RETURNING brand_id, idem_key`)
-	rows, err := tx.query(ctx, q.String(), args...)
-	if err != nil {
-		return fmt.Errorf("store: claim idempotency keys: %w", err)
-	}
-	claimed := map[brandKey]bool{}
-	for rows.Next() {
-		var k brandKey
-		if err := rows.Scan(&k.brand, &k.key); err != nil {
-			rows.Close()
-			return fmt.Errorf("store: claim idempotency keys: %w", err)
-		}
-		claimed[k] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("store: claim idempotency keys: %w", err)
-	}
-	for k, c := range first {
-		if !claimed[k] {
-			slow = append(slow, c)
-		}
-	}
-	for _, c := range slow {
 		if err := claimExisting(ctx, tx, c); err != nil {
 			return err
 		}

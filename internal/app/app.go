@@ -268,10 +268,6 @@ func (l *lateQueue) EnqueueImport(ctx context.Context, tx *sql.Tx, brandID, impo
 	return l.q.EnqueueImport(ctx, tx, brandID, importID)
 }
 
-func (l *lateQueue) EnqueueWebhooks(ctx context.Context, tx *sql.Tx, brandID int64, eventIDs []string, endpointIDs []int64) error {
-	return l.q.EnqueueWebhooks(ctx, tx, brandID, eventIDs, endpointIDs)
-}
-
 // Start runs the background work of the node's role: the job workers and,
 // with the sim provider, its status reports. Stop ends them.
 func (a *App) Start(ctx context.Context) error {

@@ -84,20 +84,3 @@ func (q *Queue) EnqueueImport(ctx context.Context, tx *sql.Tx, brandID, importID
 	}
 	return nil
 }
-
-// EnqueueWebhooks inserts many event deliveries of a brand inside tx in one
-// go, eventIDs[i] to endpointIDs[i]: an import's batch emits hundreds of
-// events, and one insert per job would cost more than the import itself.
-func (q *Queue) EnqueueWebhooks(ctx context.Context, tx *sql.Tx, brandID int64, eventIDs []string, endpointIDs []int64) error {
-	if len(eventIDs) == 0 {
-		return nil
-	}
-	params := make([]river.InsertManyParams, len(eventIDs))
-	for i := range eventIDs {
-		params[i] = river.InsertManyParams{Args: DeliverWebhookArgs{BrandID: brandID, EventID: eventIDs[i], EndpointID: endpointIDs[i]}}
-	}
-	if _, err := q.client.InsertManyFastTx(ctx, tx, params); err != nil {
-		return fmt.Errorf("jobs: enqueue webhooks: %w", err)
-	}
-	return nil
-}

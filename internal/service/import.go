@@ -38,9 +38,6 @@ const (
 // the import.
 type ImportEnqueuer interface {
 	EnqueueImport(ctx context.Context, tx *sql.Tx, brandID, importID int64) error
-	// EnqueueWebhooks queues the delivery of eventIDs[i] to endpointIDs[i],
-	// all in one go.
-	EnqueueWebhooks(ctx context.Context, tx *sql.Tx, brandID int64, eventIDs []string, endpointIDs []int64) error
 }
 
 // Importer implements parley.ImportService: CSV imports of users, run in
@@ -806,7 +803,7 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 		if err := tx.InsertConsentEvents(ctx, brandID, consents); err != nil {
 			return err
 		}
-		if err := em.flush(ctx, run.im.q); err != nil {
+		if err := em.flush(ctx); err != nil {
 			return err
 		}
 		if err := tx.InsertImportErrors(ctx, brandID, rec.ID, rejected); err != nil {
@@ -877,9 +874,10 @@ func duplicateInFile(r *row, firstLine int64) *parley.ImportError {
 		Msg: fmt.Sprintf("Duplicate entry for '%s': line %d of the file has this number", r.user.PhoneNumber, firstLine)}
 }
 
-// batchEmitter collects a batch's events and writes them, with their
-// deliveries, in a few statements at the end of the batch's transaction:
-// the same events and payloads the API emits one by one (D11).
+// batchEmitter collects a batch's events and writes them in one statement
+// at the end of the batch's transaction, their deliveries queued with the
+// transaction's other jobs: the same events and payloads the API emits one
+// by one (D11).
 type batchEmitter struct {
 	s       *Service
 	tx      *store.Tx
@@ -887,10 +885,8 @@ type batchEmitter struct {
 	hooks   []*store.WebhookRecord
 	byType  map[string][]*store.WebhookRecord
 
-	events    []*parley.Event
-	payloads  [][]byte
-	eventIDs  []string // one per delivery
-	endpoints []int64
+	events   []*parley.Event
+	payloads [][]byte
 }
 
 func (e *batchEmitter) emit(ctx context.Context, typ string, u *parley.User) error {
@@ -917,21 +913,19 @@ func (e *batchEmitter) emit(ctx context.Context, typ string, u *parley.User) err
 		return err
 	}
 	e.events, e.payloads = append(e.events, ev), append(e.payloads, payload)
+	jobs := e.s.jobsOf(e.tx)
 	for _, w := range hooks {
-		e.eventIDs, e.endpoints = append(e.eventIDs, ev.ID), append(e.endpoints, w.ID)
+		jobs.Webhook(e.brandID, ev.ID, w.ID)
 	}
 	return nil
 }
 
-// flush writes the collected events and queues their deliveries.
-func (e *batchEmitter) flush(ctx context.Context, q ImportEnqueuer) error {
+// flush writes the collected events.
+func (e *batchEmitter) flush(ctx context.Context) error {
 	if len(e.events) == 0 {
 		return nil
 	}
-	if err := e.tx.InsertEvents(ctx, e.brandID, e.events, e.payloads); err != nil {
-		return err
-	}
-	return q.EnqueueWebhooks(ctx, e.tx.SQL(), e.brandID, e.eventIDs, e.endpoints)
+	return e.tx.InsertEvents(ctx, e.brandID, e.events, e.payloads)
 }
 
 // consent emits user.subscribed or user.unsubscribed for a consent the

@@ -244,6 +244,8 @@ type Flusher interface {
 // the writes of a group commit that each add to it — jobs to queue, say —
 // then cost one statement between them. A batch whose flush fails fails the
 // transaction, so a group's writes run again, each with a batch of its own.
+// A Flush may make new batches, which flush after it, but must not add to
+// one flushed already.
 func (tx *Tx) Batch(key any, mk func() Flusher) Flusher {
 	if b, ok := tx.batches[key]; ok {
 		return b
@@ -262,7 +264,7 @@ func (tx *Tx) Batch(key any, mk func() Flusher) Flusher {
 // write in a failed group commit runs again, in a transaction of its own.
 func (tx *Tx) AfterCommit(f func()) { tx.committed = append(tx.committed, f) }
 
-// SQL returns the underlying transaction, for the job queue's InsertTx.
+// SQL returns the underlying transaction, for the job queue's inserts.
 func (tx *Tx) SQL() *sql.Tx { return tx.tx }
 
 // Now is the transaction's time.
@@ -299,7 +301,9 @@ func (db *DB) WithGroupTx(ctx context.Context, fn func(ctx context.Context, tx *
 // Unchanged marks the error of a grouped write (WithGroupTx) that failed
 // before it changed anything, such as a check that found no such user: the
 // other writes of its group commit without it, instead of each running
-// again alone. Its caller gets err.
+// again alone. Its caller gets err. The write must only have read: what
+// it did besides — a statement, an AfterCommit, an addition to a Batch —
+// still commits with the group.
 func Unchanged(err error) error { return unchanged{err} }
 
 type unchanged struct{ error }
@@ -339,7 +343,7 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 	}
 	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", err)
+		return &commitError{err}
 	}
 	if sw != nil {
 		sw.MarkRecorded()
@@ -349,6 +353,14 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	return nil
 }
+
+// commitError is a failed COMMIT: the transaction may or may not have
+// committed (a connection lost mid-commit), so its writes must not be run
+// again as if it had rolled back.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return "store: commit: " + e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
 
 // isUniqueViolation reports whether err is a unique constraint failure,
 // judged by the driver's error code, never its text.

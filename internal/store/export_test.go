@@ -14,3 +14,6 @@ func (db *DB) Rebind(q string) string { return db.rebind(q) }
 
 // Committers is how many group commits run at once.
 func (db *DB) Committers() int { return db.committers }
+
+// Queued is how many writes wait for a group committer.
+func (db *DB) Queued() int { return len(db.startGroup().queue) }

@@ -30,7 +30,8 @@ type groupOp struct {
 	// starts is not run. Its statements run under the group's context, so
 	// a caller giving up mid-group cannot fail the others.
 	ctx context.Context
-	// failed is the op's own outcome (a duplicate, a replay), which does
+	// failed is the op's own outcome (a duplicate, a replay, an Unchanged
+	// error, errHeldBack), which does
 	// not fail the others.
 	failed error
 
@@ -143,7 +144,7 @@ func (db *DB) runGroup(g *groupCommit) {
 	}
 }
 
-// stopGroup ends the group committer; writes still queued get ErrClosed.
+// stopGroup ends the group committers; writes still queued get ErrClosed.
 func (db *DB) stopGroup() {
 	g := db.startGroup()
 	g.stop.Do(func() { close(g.closing) })
@@ -160,7 +161,9 @@ func (db *DB) stopGroup() {
 }
 
 // commitGroup runs a batch in one transaction. If it fails, each write is
-// run alone, so one bad write cannot fail the others.
+// run alone, so one bad write cannot fail the others — unless the COMMIT
+// itself failed, which may have committed them. Copies of a signed request
+// held back from the group (see recordSignatures) run after it.
 func (db *DB) commitGroup(batch []*groupOp) {
 	batch = slices.DeleteFunc(batch, (*groupOp).gone)
 	if len(batch) == 0 {
@@ -169,22 +172,34 @@ func (db *DB) commitGroup(batch []*groupOp) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch) })
-	if err != nil && len(batch) > 1 {
-		// One deadline for all of them: when the database itself fails,
-		// the group must not take a timeout per write to find out.
-		alone, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
+	var ce *commitError
+	if err == nil || len(batch) == 1 || errors.As(err, &ce) {
 		for _, op := range batch {
-			if !op.gone() {
-				op.finish(db.runOne(alone, op))
+			if err == nil && op.failed == errHeldBack {
+				continue
 			}
+			op.finish(err)
 		}
-		return
+		if err != nil {
+			return
+		}
 	}
+	// One deadline for all of them: when the database itself fails, the
+	// group must not take a timeout per write to find out.
+	alone, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for _, op := range batch {
-		op.finish(err)
+		if (err != nil || op.failed == errHeldBack) && !op.gone() {
+			op.finish(db.runOne(alone, op))
+		}
 	}
 }
+
+// errHeldBack marks a copy of a signed request that shares a group with
+// the request: it runs after the group, alone, and so is refused as a
+// replay if the request committed, or the same way as the request if that
+// failed without changing anything.
+var errHeldBack = errors.New("store: held back for after the group")
 
 // gone finishes an op whose caller has given up, and reports whether it did.
 func (op *groupOp) gone() bool {
@@ -195,32 +210,29 @@ func (op *groupOp) gone() bool {
 	return true
 }
 
-// runAlone runs op without a group. On PostgreSQL a key's claim or
-// response is one statement, which the pool's connections run side by
-// side faster than one goroutine would run a batch of them, a round trip
-// each.
+// runAlone runs a key's claim or response without a group (PostgreSQL):
+// one statement each, which the pool's connections run side by side
+// faster than one goroutine would run a batch of them, a round trip each.
 func (db *DB) runAlone(ctx context.Context, op *groupOp) error {
-	switch {
-	case op.claim != nil:
-		c := op.claim
-		c.rec = nil
-		res, err := db.write.ExecContext(ctx, db.rebind(qClaimNewKey), c.brandID, c.key, c.hash, c.lockedUntil, micros(db.Now()), c.expires)
-		if err != nil {
-			return fmt.Errorf("store: claim idempotency key: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			return nil
-		}
-	case op.save != nil:
-		v := op.save
+	if v := op.save; v != nil {
 		if _, err := db.write.ExecContext(ctx, db.rebind(qSaveKey), v.status, v.contentType, v.body, v.brandID, v.key, v.lockedUntil); err != nil {
 			return fmt.Errorf("store: save idempotent response: %w", err)
 		}
 		return nil
 	}
-	// The op records its request's signature itself (runGroupOps).
+	c := op.claim
+	c.rec = nil
+	res, err := db.write.ExecContext(ctx, db.rebind(qClaimNewKey), c.brandID, c.key, c.hash, c.lockedUntil, micros(db.Now()), c.expires)
+	if err != nil {
+		return fmt.Errorf("store: claim idempotency key: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	// The key exists. Its transaction must not record the request's
+	// signature, which belongs with the request's change.
 	ctx = parley.NewContextWithSignedWrite(ctx, nil)
-	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) })
+	return db.WithTx(ctx, func(tx *Tx) error { return claimExisting(ctx, tx, c) })
 }
 
 // runOne runs op in a transaction of its own.
@@ -240,9 +252,11 @@ func (op *groupOp) finish(err error) {
 	close(op.done)
 }
 
-// recordSignatures records the signatures of the batch's writes with one
-// INSERT, which returns the keys it added, and reports the writes whose
-// signature was there already — or earlier in the batch: replays.
+// recordSignatures records the signatures of the batch's writes — with
+// one INSERT that returns the keys it added on PostgreSQL, a one-row
+// INSERT each on SQLite (see claimKeys) — and reports the writes whose
+// signature was there already: replays. A copy of a request earlier in the
+// batch is held back (errHeldBack).
 func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*groupOp]bool, error) {
 	type sigKey struct {
 		expires int64
@@ -259,7 +273,7 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 		}
 		k := sigKey{micros(sw.Expires), string(sw.Key)}
 		if _, dup := first[k]; dup {
-			replayed[op] = true
+			op.failed = errHeldBack
 			continue
 		}
 		first[k] = op
@@ -308,15 +322,15 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 // its responses, runs the other writes in order, then claims its keys. A
 // replayed write does not run.
 func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
+	for _, op := range batch {
+		op.failed = nil
+	}
 	replayed, err := recordSignatures(ctx, tx, batch)
 	if err != nil {
 		return err
 	}
-	for _, op := range batch {
-		op.failed = nil
-		if replayed[op] {
-			op.failed = parley.ErrReplayed
-		}
+	for op := range replayed {
+		op.failed = parley.ErrReplayed
 	}
 	for _, op := range batch {
 		if op.user == nil || op.failed != nil {

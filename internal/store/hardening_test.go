@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -229,9 +231,9 @@ func TestInsertUserGrouped(t *testing.T) {
 	}
 }
 
-// groupOfWrites holds the group committer in a first write until the
-// writes returned by start have been queued behind it, so those share the
-// next transaction; each records the transaction it ran in.
+// groupOfWrites holds every group committer until the n writes have
+// queued, then lets one go, so those share its next transaction; each
+// records the transaction it ran in.
 func groupOfWrites(t *testing.T, db *store.DB, n int, write func(i int, tx *store.Tx) error) (txs []*sql.Tx, errs []error) {
 	return groupOfWritesCtx(t, db, n, func(int) context.Context { return t.Context() }, write)
 }
@@ -239,7 +241,7 @@ func groupOfWrites(t *testing.T, db *store.DB, n int, write func(i int, tx *stor
 // groupOfWritesCtx is groupOfWrites with each write's context from ctx.
 func groupOfWritesCtx(t *testing.T, db *store.DB, n int, ctx func(i int) context.Context, write func(i int, tx *store.Tx) error) (txs []*sql.Tx, errs []error) {
 	t.Helper()
-	release, first := holdCommitters(t, db)
+	h := holdCommitters(t, db)
 	txs, errs = make([]*sql.Tx, n), make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -250,36 +252,65 @@ func groupOfWritesCtx(t *testing.T, db *store.DB, n int, ctx func(i int) context
 			})
 		})
 	}
-	time.Sleep(200 * time.Millisecond) // the writes queue behind the first
-	close(release)
+	h.queued(n)
+	h.releaseOne() // it takes every queued write into its next group
 	wg.Wait()
-	if err := first(); err != nil {
+	if err := h.release(); err != nil {
 		t.Fatal(err)
 	}
 	return txs, errs
 }
 
-// holdCommitters keeps every group committer busy with a write of its own
-// until release is closed; first then waits for those writes.
-func holdCommitters(t *testing.T, db *store.DB) (release chan struct{}, first func() error) {
-	release = make(chan struct{})
-	held := make(chan error, db.Committers())
+// held keeps every group committer busy with a write of its own.
+type held struct {
+	t     *testing.T
+	db    *store.DB
+	gates []chan struct{}
+	errs  chan error
+}
+
+// holdCommitters keeps every group committer busy until released.
+func holdCommitters(t *testing.T, db *store.DB) *held {
+	h := &held{t: t, db: db, errs: make(chan error, db.Committers())}
 	for range db.Committers() {
 		// One at a time: a write queued while the others are busy is the
 		// next idle committer's.
-		started := make(chan struct{})
+		started, gate := make(chan struct{}), make(chan struct{})
+		h.gates = append(h.gates, gate)
 		go func() {
-			held <- db.WithGroupTx(t.Context(), func(context.Context, *store.Tx) error { close(started); <-release; return nil })
+			h.errs <- db.WithGroupTx(t.Context(), func(context.Context, *store.Tx) error { close(started); <-gate; return nil })
 		}()
 		<-started
 	}
-	return release, func() error {
-		var errs []error
-		for range db.Committers() {
-			errs = append(errs, <-held)
+	return h
+}
+
+// queued waits until n writes wait for a committer.
+func (h *held) queued(n int) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.db.Queued() < n {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%d writes queued, want %d", h.db.Queued(), n)
 		}
-		return errors.Join(errs...)
+		time.Sleep(time.Millisecond)
 	}
+}
+
+// releaseOne lets the first committer go on.
+func (h *held) releaseOne() { close(h.gates[0]); h.gates = h.gates[1:] }
+
+// release lets the others go and waits for every held write.
+func (h *held) release() error {
+	for _, g := range h.gates {
+		close(g)
+	}
+	h.gates = nil
+	var errs []error
+	for range h.db.Committers() {
+		errs = append(errs, <-h.errs)
+	}
+	return errors.Join(errs...)
 }
 
 // TestWithGroupTxShares: writes that queue while a group commits share
@@ -407,13 +438,16 @@ func TestWithGroupTxUnchanged(t *testing.T) {
 		name := fmt.Sprint("u", i)
 		return tx.CreateCustomField(t.Context(), &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
 	}
-	txs, errs := groupOfWritesCtx(t, db, 3, func(i int) context.Context {
-		return parley.NewContextWithSignedWrite(t.Context(), sw(i))
-	}, write)
-	if errs[0] != nil || errs[1] != missing || errs[2] != nil {
-		t.Fatalf("outcomes %v; want nil, %v, nil", errs, missing)
+	txs, errs := groupOfWritesCtx(t, db, 4, func(i int) context.Context {
+		return parley.NewContextWithSignedWrite(t.Context(), sw(i%3)) // 3 is a copy of 0
+	}, func(i int, tx *store.Tx) error { return write(i%3, tx) })
+	if errs[1] != missing || errs[2] != nil || (errs[0] == nil) == (errs[3] == nil) {
+		t.Fatalf("outcomes %v; want one of 0 and its copy 3 to commit, %v for 1, nil for 2", errs, missing)
 	}
-	if txs[0] != txs[2] {
+	if errs[0] != nil && errs[0] != parley.ErrReplayed || errs[3] != nil && errs[3] != parley.ErrReplayed {
+		t.Fatalf("outcomes %v; the copy that did not run must be refused as a replay", errs)
+	}
+	if shared := cmp.Or(txs[0], txs[3]); shared != txs[2] {
 		t.Error("the group ran again write by write after a refusal")
 	}
 	fields, err := db.ListCustomFields(t.Context(), brand)
@@ -425,6 +459,46 @@ func TestWithGroupTxUnchanged(t *testing.T) {
 	})
 	if err != missing {
 		t.Errorf("a copy of the refused request: %v, want %v again", err, missing)
+	}
+
+	// A copy in the same group as the refused request is refused the same
+	// way, not as a replay.
+	_, errs = groupOfWritesCtx(t, db, 2, func(int) context.Context {
+		return parley.NewContextWithSignedWrite(t.Context(), sw(5))
+	}, func(_ int, tx *store.Tx) error { return store.Unchanged(missing) })
+	if errs[0] != missing || errs[1] != missing {
+		t.Errorf("a refused request and its copy in one group: %v, want %v for both", errs, missing)
+	}
+}
+
+// TestWithGroupTxCommitFails: a group whose COMMIT fails is not run again
+// write by write: a failed COMMIT may have committed (a connection lost
+// mid-commit), and running again could send a message twice. Every write
+// of the group gets the error.
+func TestWithGroupTxCommitFails(t *testing.T) {
+	if apitest.Engine() != "postgres" {
+		t.Skip("a constraint checked at COMMIT (PostgreSQL's DEFERRABLE)")
+	}
+	db := mustOpenDB(t)
+	if _, err := db.Writer().ExecContext(t.Context(), `CREATE TABLE deferred_check (v INT UNIQUE DEFERRABLE INITIALLY DEFERRED)`); err != nil {
+		t.Fatal(err)
+	}
+	_, errs := groupOfWrites(t, db, 3, func(i int, tx *store.Tx) error {
+		v, w := 10*i, 10*i+1
+		if i == 1 {
+			w = v // a duplicate, found at COMMIT
+		}
+		_, err := tx.SQL().ExecContext(t.Context(), `INSERT INTO deferred_check (v) VALUES ($1), ($2)`, v, w)
+		return err
+	})
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("write %d succeeded after its group's COMMIT failed", i)
+		}
+	}
+	var n int
+	if err := db.Writer().QueryRowContext(t.Context(), `SELECT count(*) FROM deferred_check`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d rows (%v): the group's writes ran again alone", n, err)
 	}
 }
 
@@ -538,21 +612,21 @@ func TestWithGroupTxCallerGone(t *testing.T) {
 			return tx.CreateCustomField(ctx, &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
 		}
 	}
-	release, first := holdCommitters(t, db)
+	h := holdCommitters(t, db)
 	ctx, cancel := context.WithCancel(t.Context())
 	gone, stays := make(chan error, 1), make(chan error, 1)
 	go func() { gone <- db.WithGroupTx(ctx, field("gone")) }()
 	go func() { stays <- db.WithGroupTx(t.Context(), field("stays")) }()
-	time.Sleep(200 * time.Millisecond) // both queue behind the first
+	h.queued(2)
 	cancel()
-	close(release)
+	h.releaseOne()
 	if err := <-gone; !errors.Is(err, context.Canceled) {
 		t.Errorf("the abandoned write: %v, want context.Canceled", err)
 	}
 	if err := <-stays; err != nil {
 		t.Errorf("the other write: %v", err)
 	}
-	if err := first(); err != nil {
+	if err := h.release(); err != nil {
 		t.Fatal(err)
 	}
 	fields, err := db.ListCustomFields(t.Context(), brand)

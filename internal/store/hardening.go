@@ -75,15 +75,9 @@ func (tx *Tx) recordSignature(ctx context.Context, sw *parley.SignedWrite) error
 	return nil
 }
 
-// inGroup queues op for the next group commit and waits for it. On
-// PostgreSQL a key's claim or response runs at once on its own (see
-// runAlone).
+// inGroup queues op for the next group commit and waits for it.
 func (db *DB) inGroup(ctx context.Context, op *groupOp) error {
 	op.done = make(chan struct{})
-	if db.engine == "postgres" && (op.claim != nil || op.save != nil) {
-		op.finish(db.runAlone(ctx, op))
-		return op.err
-	}
 	op.ctx = ctx
 	g := db.startGroup()
 	select {
@@ -208,31 +202,6 @@ func (op *groupOp) gone() bool {
 	}
 	op.finish(op.ctx.Err())
 	return true
-}
-
-// runAlone runs a key's claim or response without a group (PostgreSQL):
-// one statement each, which the pool's connections run side by side
-// faster than one goroutine would run a batch of them, a round trip each.
-func (db *DB) runAlone(ctx context.Context, op *groupOp) error {
-	if v := op.save; v != nil {
-		if _, err := db.write.ExecContext(ctx, db.rebind(qSaveKey), v.status, v.contentType, v.body, v.brandID, v.key, v.lockedUntil); err != nil {
-			return fmt.Errorf("store: save idempotent response: %w", err)
-		}
-		return nil
-	}
-	c := op.claim
-	c.rec = nil
-	res, err := db.write.ExecContext(ctx, db.rebind(qClaimNewKey), c.brandID, c.key, c.hash, c.lockedUntil, micros(db.Now()), c.expires)
-	if err != nil {
-		return fmt.Errorf("store: claim idempotency key: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
-	}
-	// The key exists. Its transaction must not record the request's
-	// signature, which belongs with the request's change.
-	ctx = parley.NewContextWithSignedWrite(ctx, nil)
-	return db.WithTx(ctx, func(tx *Tx) error { return claimExisting(ctx, tx, c) })
 }
 
 // runOne runs op in a transaction of its own.
@@ -393,9 +362,8 @@ type keyClaim struct {
 
 // claimKeys claims the batch's keys, a prepared one-row INSERT each; a key
 // that exists (a repeat, a takeover, or twice in the batch) goes the slow
-// way. Claims share groups only on SQLite (see runAlone), where one
-// multi-row INSERT … RETURNING cost more than the rows: a new statement
-// for each batch size, and a statement journal.
+// way. On SQLite one multi-row INSERT … RETURNING cost more than the rows:
+// a new statement for each batch size, and a statement journal.
 func claimKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	for _, op := range batch {
 		c := op.claim

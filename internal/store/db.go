@@ -136,13 +136,15 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	params.Add("_pragma", "synchronous(NORMAL)")
 	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	params.Add("_pragma", "foreign_keys(1)")
-	params.Add("_pragma", "temp_store(MEMORY)")
 	params.Add("_time_format", "sqlite")
 	base := "file:" + path + "?"
 
 	// IMMEDIATE takes the write lock at BEGIN, so a transaction that reads
 	// then writes cannot fail half-way with SQLITE_BUSY.
-	write, err := openSQLiteDB(base + params.Encode() + "&_txlock=immediate")
+	// The writer keeps statement journals in memory: a statement in a group
+	// commit's transaction needs one, and spilling it to a temporary file
+	// cost the writer measurably (docs/performance.md, session 4).
+	write, err := openSQLiteDB(base + params.Encode() + "&_pragma=temp_store(MEMORY)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -290,7 +292,7 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 // fn runs under the group's context, not ctx, and must change nothing
 // outside the transaction: if a write of the group fails, each runs again
 // in a transaction of its own — unless fn fails with Unchanged, which
-// fails only itself. Once queued, the call waits for the outcome even if
+// fails only itself, or the COMMIT's outcome is unknown, which fails all. Once queued, the call waits for the outcome even if
 // ctx ends. A signed request's signature is recorded in the same
 // transaction (D2). Never call it while holding the writer (inside
 // WithTx): on SQLite the group would wait for it forever.
@@ -343,7 +345,10 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 	}
 	if err := sqlTx.Commit(); err != nil {
-		return &commitError{err}
+		var pe *pgconn.PgError
+		// The server refused the COMMIT, or SQLite failed it in-process:
+		// it rolled back. Anything else (a lost connection) is uncertain.
+		return &commitError{err: err, uncertain: db.engine == "postgres" && !errors.As(err, &pe)}
 	}
 	if sw != nil {
 		sw.MarkRecorded()
@@ -354,10 +359,13 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 	return nil
 }
 
-// commitError is a failed COMMIT: the transaction may or may not have
-// committed (a connection lost mid-commit), so its writes must not be run
-// again as if it had rolled back.
-type commitError struct{ err error }
+// commitError is a failed COMMIT. When uncertain, the transaction may or
+// may not have committed (a connection lost mid-commit), so its writes must
+// not be run again as if it had rolled back.
+type commitError struct {
+	err       error
+	uncertain bool
+}
 
 func (e *commitError) Error() string { return "store: commit: " + e.err.Error() }
 func (e *commitError) Unwrap() error { return e.err }

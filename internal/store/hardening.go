@@ -31,8 +31,7 @@ type groupOp struct {
 	// a caller giving up mid-group cannot fail the others.
 	ctx context.Context
 	// failed is the op's own outcome (a duplicate, a replay, an Unchanged
-	// error, errHeldBack), which does
-	// not fail the others.
+	// error, errHeldBack), which does not fail the others.
 	failed error
 
 	err  error
@@ -155,9 +154,10 @@ func (db *DB) stopGroup() {
 }
 
 // commitGroup runs a batch in one transaction. If it fails, each write is
-// run alone, so one bad write cannot fail the others — unless the COMMIT
-// itself failed, which may have committed them. Copies of a signed request
-// held back from the group (see recordSignatures) run after it.
+// run alone, so one bad write cannot fail the others — unless the COMMIT's
+// outcome is unknown: then it may have committed them, and every write gets
+// the error. Copies of a signed request held back from the group (see
+// recordSignatures) run alone after it, where their signature decides.
 func (db *DB) commitGroup(batch []*groupOp) {
 	batch = slices.DeleteFunc(batch, (*groupOp).gone)
 	if len(batch) == 0 {
@@ -167,24 +167,19 @@ func (db *DB) commitGroup(batch []*groupOp) {
 	defer cancel()
 	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch) })
 	var ce *commitError
-	if err == nil || len(batch) == 1 || errors.As(err, &ce) {
-		for _, op := range batch {
-			if err == nil && op.failed == errHeldBack {
-				continue
-			}
-			op.finish(err)
-		}
-		if err != nil {
-			return
-		}
-	}
+	rerun := err != nil && len(batch) > 1 && !(errors.As(err, &ce) && ce.uncertain)
 	// One deadline for all of them: when the database itself fails, the
 	// group must not take a timeout per write to find out.
 	alone, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, op := range batch {
-		if (err != nil || op.failed == errHeldBack) && !op.gone() {
-			op.finish(db.runOne(alone, op))
+		switch {
+		case op.failed == errHeldBack || rerun:
+			if !op.gone() {
+				op.finish(db.runOne(alone, op))
+			}
+		default:
+			op.finish(err)
 		}
 	}
 }

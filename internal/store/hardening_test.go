@@ -1,11 +1,15 @@
 package store_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/apitest"
+	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -416,6 +421,22 @@ func TestWithGroupTxSigned(t *testing.T) {
 	if err != parley.ErrReplayed {
 		t.Fatalf("a later copy: %v, want ErrReplayed", err)
 	}
+
+	// A group that fails runs write by write, a held-back copy after its
+	// request: the request commits, the copy is a replay.
+	bad := errors.New("fails its group")
+	_, errs = groupOfWritesCtx(t, db, 3, func(i int) context.Context {
+		return parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: []byte(fmt.Sprint("again", i%2)), Expires: exp})
+	}, func(i int, tx *store.Tx) error {
+		if i == 1 {
+			return bad
+		}
+		name := fmt.Sprint("again", i)
+		return tx.CreateCustomField(t.Context(), &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
+	})
+	if errs[1] != bad || (errs[0] == nil) == (errs[2] == nil) || cmp.Or(errs[0], errs[2]) != parley.ErrReplayed {
+		t.Errorf("outcomes %v; want one of 0 and its copy 2 to commit, the other refused as a replay, %v for 1", errs, bad)
+	}
 }
 
 // TestWithGroupTxUnchanged: a grouped write that refuses before changing
@@ -471,10 +492,8 @@ func TestWithGroupTxUnchanged(t *testing.T) {
 	}
 }
 
-// TestWithGroupTxCommitFails: a group whose COMMIT fails is not run again
-// write by write: a failed COMMIT may have committed (a connection lost
-// mid-commit), and running again could send a message twice. Every write
-// of the group gets the error.
+// TestWithGroupTxCommitFails: a COMMIT the server refuses rolled back, so
+// the group's writes run again one by one and only the bad one fails.
 func TestWithGroupTxCommitFails(t *testing.T) {
 	if apitest.Engine() != "postgres" {
 		t.Skip("a constraint checked at COMMIT (PostgreSQL's DEFERRABLE)")
@@ -491,15 +510,127 @@ func TestWithGroupTxCommitFails(t *testing.T) {
 		_, err := tx.SQL().ExecContext(t.Context(), `INSERT INTO deferred_check (v) VALUES ($1), ($2)`, v, w)
 		return err
 	})
-	for i, err := range errs {
-		if err == nil {
-			t.Errorf("write %d succeeded after its group's COMMIT failed", i)
-		}
+	if errs[0] != nil || errs[1] == nil || errs[2] != nil {
+		t.Errorf("outcomes %v; want only write 1 to fail", errs)
 	}
 	var n int
-	if err := db.Writer().QueryRowContext(t.Context(), `SELECT count(*) FROM deferred_check`).Scan(&n); err != nil || n != 0 {
-		t.Errorf("%d rows (%v): the group's writes ran again alone", n, err)
+	if err := db.Writer().QueryRowContext(t.Context(), `SELECT count(*) FROM deferred_check`).Scan(&n); err != nil || n != 4 {
+		t.Errorf("%d rows (%v), want the 4 of writes 0 and 2", n, err)
 	}
+}
+
+// TestWithGroupTxCommitLost: when the connection is lost during COMMIT,
+// the group may have committed, so its writes are not run again (a send
+// would go twice): each gets the error. A copy of a signed request held
+// back from the group still runs, and its signature decides.
+func TestWithGroupTxCommitLost(t *testing.T) {
+	if apitest.Engine() != "postgres" {
+		t.Skip("a connection to lose (PostgreSQL)")
+	}
+	url := apitest.PostgresURL(t)
+	direct, err := app.OpenDB(t.Context(), url, store.Options{}) // migrates
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	if _, err := direct.Writer().ExecContext(t.Context(), `CREATE TABLE lost_writes (v INT)`); err != nil {
+		t.Fatal(err)
+	}
+	p := newCommitCutter(t, url)
+	db, err := store.Open(t.Context(), p.url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sw := &parley.SignedWrite{Key: []byte("lost"), Expires: time.Now().Add(time.Minute)}
+	_, errs := groupOfWritesCtx(t, db, 4, func(i int) context.Context {
+		if i >= 2 {
+			return parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: sw.Key, Expires: sw.Expires})
+		}
+		return t.Context()
+	}, func(i int, tx *store.Tx) error {
+		p.armed.Store(true) // this group's COMMIT is the one cut
+		_, err := tx.SQL().ExecContext(t.Context(), `INSERT INTO lost_writes (v) VALUES ($1)`, i)
+		return err
+	})
+	var n int
+	if err := direct.Writer().QueryRowContext(t.Context(), `SELECT count(*) FROM lost_writes`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("%d rows, want the 3 of the group that committed, each once", n)
+	}
+	replays := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			t.Errorf("write %d succeeded although its COMMIT's outcome is unknown", i)
+		case err == parley.ErrReplayed:
+			replays++
+		}
+	}
+	if replays != 1 || errs[0] == parley.ErrReplayed || errs[1] == parley.ErrReplayed {
+		t.Errorf("outcomes %v; want ErrReplayed only for the copy (2 or 3) that ran after the group", errs)
+	}
+}
+
+// commitCutter is a TCP proxy to PostgreSQL that, once armed, passes a
+// COMMIT on to the server and then cuts the client's connection before the
+// answer: the server commits, the client cannot know.
+type commitCutter struct {
+	url   string
+	armed atomic.Bool
+}
+
+func newCommitCutter(t *testing.T, dbURL string) *commitCutter {
+	u, err := neturl.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := u.Host
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	u.Host = ln.Addr().String()
+	p := &commitCutter{url: u.String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { io.Copy(c, up); c.Close() }()
+			go func() {
+				defer up.Close()
+				defer c.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						if _, werr := up.Write(buf[:n]); werr != nil {
+							return
+						}
+						if bytes.Contains(bytes.ToLower(buf[:n]), []byte("commit")) && p.armed.CompareAndSwap(true, false) {
+							c.Close()                          // the client hears nothing more
+							time.Sleep(200 * time.Millisecond) // while the server commits
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
 }
 
 // TestTxBatch: the writes of a group add to one batch, flushed once, just

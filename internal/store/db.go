@@ -292,10 +292,11 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 // fn runs under the group's context, not ctx, and must change nothing
 // outside the transaction: if a write of the group fails, each runs again
 // in a transaction of its own — unless fn fails with Unchanged, which
-// fails only itself, or the COMMIT's outcome is unknown, which fails all. Once queued, the call waits for the outcome even if
-// ctx ends. A signed request's signature is recorded in the same
-// transaction (D2). Never call it while holding the writer (inside
-// WithTx): on SQLite the group would wait for it forever.
+// fails only itself, or the COMMIT's outcome is unknown, which fails all.
+// Once queued, the call waits for the outcome even if ctx ends. A signed
+// request's signature is recorded in the same transaction (D2). Never call
+// it while holding the writer (inside WithTx): on SQLite the group would
+// wait for it forever.
 func (db *DB) WithGroupTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
 	return db.inGroup(ctx, &groupOp{fn: fn, signed: unrecorded(ctx)})
 }
@@ -327,8 +328,8 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 		return fmt.Errorf("store: begin: %w", err)
 	}
 	tx := &Tx{tx: sqlTx, now: db.Now().UTC().Truncate(time.Microsecond), db: db}
-	sw := parley.SignedWriteFromContext(ctx)
-	if sw != nil && !sw.Recorded() {
+	sw := unrecorded(ctx)
+	if sw != nil {
 		if err := tx.recordSignature(ctx, sw); err != nil {
 			sqlTx.Rollback()
 			return err

@@ -253,12 +253,10 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 		}
 		first[k] = op
 		if tx.db.engine == "sqlite" {
-			res, err := tx.exec(ctx, qRecordSignature, k.expires, sw.Key)
-			if err != nil {
-				return nil, fmt.Errorf("store: record signature: %w", err)
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
+			if err := tx.recordSignature(ctx, sw); errors.Is(err, parley.ErrReplayed) {
 				replayed[op] = true
+			} else if err != nil {
+				return nil, err
 			}
 			continue
 		}

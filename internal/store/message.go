@@ -71,46 +71,41 @@ const qInsertMessage = `INSERT INTO messages (brand_id, user_id, direction, stat
 	media_item_uuids, type, error_code, error_message, date_created, date_sent, date_delivered)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 
-// InsertMessage stores m and sets its ID.
-func (tx *Tx) InsertMessage(ctx context.Context, m *parley.Message) error {
-	media, err := json.Marshal(nonNil(m.MediaItemUUIDs))
-	if err != nil {
-		return err
-	}
-	row := tx.queryRow(ctx, qInsertMessage,
-		m.BrandID, m.UserID, m.Direction, m.Status, m.Body, string(media), m.Type,
-		toNullString(m.ErrorCode), toNullString(m.ErrorMessage), micros(m.DateCreated.Time),
-		toNullTime(m.DateSent), toNullTime(m.DateDelivered))
-	if err := row.Scan(&m.ID); err != nil {
-		return fmt.Errorf("store: insert message: %w", err)
-	}
-	return nil
-}
-
-// qInsertMessageToUser inserts a message only if its user is the brand's
-// and live: one statement instead of a lookup and an insert. The user is
-// found by id alone in a subquery that LIMIT keeps whole, for the reason
-// given at qUserByID.
+// qInsertMessageToUser is qInsertMessage only if the message's user is the
+// brand's and live (its two last arguments: user id, brand id): one
+// statement instead of a lookup and an insert. The user is found by id
+// alone in a subquery that LIMIT keeps whole, for the reason given at
+// qUserByID.
 const qInsertMessageToUser = `INSERT INTO messages (brand_id, user_id, direction, status, body,
 	media_item_uuids, type, error_code, error_message, date_created, date_sent, date_delivered)
-	SELECT brand_id, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-	FROM (SELECT id, brand_id, is_deleted FROM users WHERE id = ? LIMIT 1) u
+	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+	FROM (SELECT brand_id, is_deleted FROM users WHERE id = ? LIMIT 1) u
 	WHERE brand_id = ? AND is_deleted = FALSE
 	RETURNING id`
+
+// InsertMessage stores m and sets its ID.
+func (tx *Tx) InsertMessage(ctx context.Context, m *parley.Message) error {
+	return tx.insertMessage(ctx, qInsertMessage, m)
+}
 
 // InsertMessageToUser is InsertMessage for a message to one of the
 // brand's live users; it stores nothing and returns ErrNotFound when
 // m.UserID is not one.
 func (tx *Tx) InsertMessageToUser(ctx context.Context, m *parley.Message) error {
+	return tx.insertMessage(ctx, qInsertMessageToUser, m, m.UserID, m.BrandID)
+}
+
+// insertMessage runs query, qInsertMessage or qInsertMessageToUser, for m
+// with the extra arguments after m's columns.
+func (tx *Tx) insertMessage(ctx context.Context, query string, m *parley.Message, extra ...any) error {
 	media, err := json.Marshal(nonNil(m.MediaItemUUIDs))
 	if err != nil {
 		return err
 	}
-	row := tx.queryRow(ctx, qInsertMessageToUser,
-		m.Direction, m.Status, m.Body, string(media), m.Type,
+	args := append([]any{m.BrandID, m.UserID, m.Direction, m.Status, m.Body, string(media), m.Type,
 		toNullString(m.ErrorCode), toNullString(m.ErrorMessage), micros(m.DateCreated.Time),
-		toNullTime(m.DateSent), toNullTime(m.DateDelivered), m.UserID, m.BrandID)
-	switch err := row.Scan(&m.ID); {
+		toNullTime(m.DateSent), toNullTime(m.DateDelivered)}, extra...)
+	switch err := tx.queryRow(ctx, query, args...).Scan(&m.ID); {
 	case errors.Is(err, sql.ErrNoRows):
 		return ErrNotFound
 	case err != nil:

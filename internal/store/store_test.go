@@ -197,7 +197,7 @@ func TestGenericPlansOnYoungTables(t *testing.T) {
 	if p := plan("user_by_id", store.QueryUserByID, "1"); !strings.Contains(p, "users_pkey") {
 		t.Errorf("a user by id is not found through the primary key:\n%s", p)
 	}
-	p := plan("send", store.QueryInsertMessageTo, "'outbound', 'queued', 'hi', '[]', 'conversational', NULL, NULL, 0, NULL, NULL, 1, 1")
+	p := plan("send", store.QueryInsertMessageTo, "1, 1, 'outbound', 'queued', 'hi', '[]', 'conversational', NULL, NULL, 0, NULL, NULL, 1, 1")
 	if !strings.Contains(p, "users_pkey") {
 		t.Errorf("a message's user is not found through the primary key:\n%s", p)
 	}

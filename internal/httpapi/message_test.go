@@ -247,6 +247,9 @@ func TestSendMessageUnknownRecipient(t *testing.T) {
 			if want := fmt.Sprintf("User with ID [%d] not found.", tc.id); ae.Msg != want {
 				t.Errorf("msg = %q, want %q (D5, D8)", ae.Msg, want)
 			}
+			// The recipient is checked before the media, whose id is no file here.
+			resp = msgPost(t, e, e.A, fmt.Sprintf(`{"user_id":%d,"media_item_uuids":["3f1c2e4a-5b6d-4e7f-8a9b-0c1d2e3f4a5b"]}`, tc.id))
+			wantAPIError(t, resp.Err(), 404, parley.EUserNotFound)
 		})
 	}
 	if e.State(t) != before {

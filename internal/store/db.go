@@ -141,10 +141,7 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 
 	// IMMEDIATE takes the write lock at BEGIN, so a transaction that reads
 	// then writes cannot fail half-way with SQLITE_BUSY.
-	// The writer keeps statement journals in memory: a statement in a group
-	// commit's transaction needs one, and spilling it to a temporary file
-	// cost the writer measurably (docs/performance.md, session 4).
-	write, err := openSQLiteDB(base + params.Encode() + "&_pragma=temp_store(MEMORY)&_txlock=immediate")
+	write, err := openSQLiteDB(base + params.Encode() + "&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}

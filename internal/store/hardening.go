@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -369,11 +370,13 @@ type keyClaim struct {
 // way. On SQLite one multi-row INSERT … RETURNING cost more than the rows:
 // a new statement for each batch size, and a statement journal.
 func claimKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
-	for _, op := range batch {
-		c := op.claim
-		if c == nil {
-			continue
+	for _, op := range inKeyOrder(batch, func(op *groupOp) (int64, string, bool) {
+		if c := op.claim; c != nil {
+			return c.brandID, c.key, true
 		}
+		return 0, "", false
+	}) {
+		c := op.claim
 		c.rec = nil
 		res, err := tx.exec(ctx, qClaimNewKey, c.brandID, c.key, c.hash, c.lockedUntil, micros(tx.now), c.expires)
 		if err != nil {
@@ -425,14 +428,46 @@ type keySave struct {
 // saveResponses stores the batch's responses, a prepared UPDATE each (one
 // UPDATE … FROM (VALUES …) measured far slower: SQLite scanned the table).
 func saveResponses(ctx context.Context, tx *Tx, batch []*groupOp) error {
-	for _, op := range batch {
+	for _, op := range inKeyOrder(batch, func(op *groupOp) (int64, string, bool) {
 		if v := op.save; v != nil {
-			if _, err := tx.exec(ctx, qSaveKey, v.status, v.contentType, v.body, v.brandID, v.key, v.lockedUntil); err != nil {
-				return fmt.Errorf("store: save idempotent response: %w", err)
-			}
+			return v.brandID, v.key, true
+		}
+		return 0, "", false
+	}) {
+		v := op.save
+		if _, err := tx.exec(ctx, qSaveKey, v.status, v.contentType, v.body, v.brandID, v.key, v.lockedUntil); err != nil {
+			return fmt.Errorf("store: save idempotent response: %w", err)
 		}
 	}
 	return nil
+}
+
+// inKeyOrder returns the ops of batch that key picks, ordered by brand and
+// key. Groups commit side by side on PostgreSQL, and each locks the key
+// rows it writes until it commits: taken in one order, two groups with the
+// same keys wait for each other instead of deadlocking (seen in tests as
+// claims of the same keys in opposite orders, found by PostgreSQL after a
+// second and run again).
+func inKeyOrder(batch []*groupOp, key func(*groupOp) (int64, string, bool)) []*groupOp {
+	type keyed struct {
+		op    *groupOp
+		brand int64
+		key   string
+	}
+	var ops []keyed
+	for _, op := range batch {
+		if b, k, ok := key(op); ok {
+			ops = append(ops, keyed{op, b, k})
+		}
+	}
+	slices.SortStableFunc(ops, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.brand, b.brand), strings.Compare(a.key, b.key))
+	})
+	out := make([]*groupOp, len(ops))
+	for i, o := range ops {
+		out[i] = o.op
+	}
+	return out
 }
 
 // The idempotency statements.

@@ -131,13 +131,81 @@ func (w *SignedWrite) Recorded() bool { return w.recorded.Load() }
 func (w *SignedWrite) MarkRecorded() { w.recorded.Store(true) }
 
 // IdempotencyRecord is an Idempotency-Key as stored (D13): the hash of the
-// request that claimed it and, once Done, the first response to it.
+// request that holds it and, once known, the answer to replay.
 type IdempotencyRecord struct {
 	RequestHash []byte
-	Done        bool
+	Answer      *Answer // nil while the request holding the key runs
+}
+
+// Answer is a response as an Idempotency-Key keeps it.
+type Answer struct {
 	Status      int
 	ContentType string
 	Body        []byte
+}
+
+type keyedWriteKey struct{}
+
+// KeyedWrite is a POST's Idempotency-Key (D13) on its way to the write that
+// makes the request's change. That write's transaction claims the key —
+// the write fails with *KeyTaken, changing nothing, when another request
+// holds or held it — and stores the request's answer in the same commit
+// when the write names its result and Encode is set: a retry then finds
+// the change and its answer, or neither, whatever becomes of the request
+// after its commit.
+type KeyedWrite struct {
+	BrandID int64
+	Key     string
+	// Hash identifies the request (method, target, body digest); a repeat
+	// has the same.
+	Hash []byte
+	// LockedUntil bounds a claim committed without its answer: should the
+	// request die before storing one, the key is free again then.
+	LockedUntil time.Time
+	Expires     time.Time
+	// Encode renders the request's result as its answer; nil when the
+	// answer is only known once the request is done.
+	Encode func(result any) (Answer, error)
+
+	claimed atomic.Bool
+	stored  atomic.Pointer[Answer]
+}
+
+// Claimed reports whether a committed transaction holds the key for the request.
+func (w *KeyedWrite) Claimed() bool { return w != nil && w.claimed.Load() }
+
+// Stored returns the answer committed with the request's change, nil when
+// there is none (yet).
+func (w *KeyedWrite) Stored() *Answer {
+	if w == nil {
+		return nil
+	}
+	return w.stored.Load()
+}
+
+// MarkClaimed notes that the key is committed, with a as its answer or,
+// when a is nil, as a claim that awaits it.
+func (w *KeyedWrite) MarkClaimed(a *Answer) {
+	w.stored.Store(a)
+	w.claimed.Store(true)
+}
+
+// KeyTaken fails the write of a request whose Idempotency-Key another
+// request holds or held (D13). Record is the key as stored.
+type KeyTaken struct{ Record IdempotencyRecord }
+
+func (e *KeyTaken) Error() string { return "parley: idempotency key held by another request" }
+
+// NewContextWithKeyedWrite returns ctx carrying the request's Idempotency-Key.
+func NewContextWithKeyedWrite(ctx context.Context, w *KeyedWrite) context.Context {
+	return context.WithValue(ctx, keyedWriteKey{}, w)
+}
+
+// KeyedWriteFromContext returns the request's Idempotency-Key, nil when it
+// sent none.
+func KeyedWriteFromContext(ctx context.Context) *KeyedWrite {
+	w, _ := ctx.Value(keyedWriteKey{}).(*KeyedWrite)
+	return w
 }
 
 // ErrReplayed answers a signed write whose signature was already recorded.

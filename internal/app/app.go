@@ -320,9 +320,6 @@ func OpenDB(ctx context.Context, dsn string, opt store.Options) (*store.DB, erro
 
 // Close releases everything Open acquired.
 func (a *App) Close() error {
-	if a.Server != nil {
-		a.Server.Wait() // responses still being stored for their idempotency keys
-	}
 	var errs []error
 	if a.stop != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -75,13 +75,27 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 // writeJSON encodes v as the response body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	a, err := encodeJSON(status, v)
 	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"detail":{"type":"UNCAUGHT_ERROR","msg":"Internal server error"}}`)
+		a = parley.Answer{Status: http.StatusInternalServerError, ContentType: jsonType,
+			Body: []byte(`{"detail":{"type":"UNCAUGHT_ERROR","msg":"Internal server error"}}`)}
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	w.Write(b)
+	writeAnswer(w, &a)
+}
+
+const jsonType = "application/json; charset=utf-8"
+
+// encodeJSON renders v as a JSON answer.
+func encodeJSON(status int, v any) (parley.Answer, error) {
+	b, err := json.Marshal(v)
+	return parley.Answer{Status: status, ContentType: jsonType, Body: b}, err
+}
+
+// writeAnswer writes a rendered answer.
+func writeAnswer(w http.ResponseWriter, a *parley.Answer) {
+	if a.ContentType != "" {
+		w.Header().Set("Content-Type", a.ContentType)
+	}
+	w.WriteHeader(a.Status)
+	w.Write(a.Body)
 }

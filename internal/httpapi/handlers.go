@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -24,12 +25,9 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, req *request
 	if err := decodeJSON(req.body, &in, nil); err != nil {
 		return err
 	}
-	u, err := s.Users.CreateUser(r.Context(), req.brandID, in)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, u)
-	return nil
+	return answer(w, r, http.StatusCreated, func(ctx context.Context) (*parley.User, error) {
+		return s.Users.CreateUser(ctx, req.brandID, in)
+	})
 }
 
 func (s *Server) getUser(w http.ResponseWriter, r *http.Request, req *request) error {
@@ -72,12 +70,9 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request, req *request
 	if err := decodeJSON(req.body, &in, updateNotAllowed); err != nil {
 		return err
 	}
-	u, err := s.Users.UpdateUser(r.Context(), req.brandID, id, in)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, u)
-	return nil
+	return answer(w, r, http.StatusOK, func(ctx context.Context) (*parley.User, error) {
+		return s.Users.UpdateUser(ctx, req.brandID, id, in)
+	})
 }
 
 func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, req *request) error {
@@ -98,12 +93,9 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, req *reques
 	if err := decodeJSON(req.body, &in, nil); err != nil {
 		return err
 	}
-	m, err := s.Messages.SendMessage(r.Context(), req.brandID, in)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, m)
-	return nil
+	return answer(w, r, http.StatusCreated, func(ctx context.Context) (*parley.Message, error) {
+		return s.Messages.SendMessage(ctx, req.brandID, in)
+	})
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, req *request) error {
@@ -170,13 +162,11 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, req *request
 			part.Close()
 			continue
 		}
-		f, err := s.Files.UploadFile(r.Context(), req.brandID, part.FileName(), part)
+		err = answer(w, r, http.StatusCreated, func(ctx context.Context) (*parley.File, error) {
+			return s.Files.UploadFile(ctx, req.brandID, part.FileName(), part)
+		})
 		part.Close()
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusCreated, f)
-		return nil
+		return err
 	}
 }
 

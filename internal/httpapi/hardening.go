@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -17,16 +18,18 @@ import (
 	"github.com/parleyhq/parley/signing"
 )
 
-// IdempotencyStore keeps the first response to each Idempotency-Key (D13).
+// IdempotencyStore keeps the first answer to each Idempotency-Key (D13).
+// The transaction of a request's change claims its key, and stores the
+// answer with the change when the handler renders it through answer;
+// these two keep what no such transaction stored.
 type IdempotencyStore interface {
-	// ClaimIdempotencyKey takes the key for a request until lockedUntil
-	// and returns nil, or returns the key's record when another request
-	// holds or held it.
-	ClaimIdempotencyKey(ctx context.Context, brandID int64, key string, hash []byte, lockedUntil, expires time.Time) (*parley.IdempotencyRecord, error)
-	// SaveIdempotentResponse and ReleaseIdempotencyKey end the claim made
-	// until lockedUntil; a key taken over since is left alone.
-	SaveIdempotentResponse(ctx context.Context, brandID int64, key string, lockedUntil time.Time, status int, contentType string, body []byte) error
-	ReleaseIdempotencyKey(ctx context.Context, brandID int64, key string, lockedUntil time.Time) error
+	// StoreIdempotentAnswer keeps a as the answer to kw's request, unless
+	// another request holds or held the key: then it returns that key's
+	// record, and changes nothing.
+	StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, a parley.Answer) (*parley.IdempotencyRecord, error)
+	// ReleaseIdempotencyKey forgets the claim that kw's request committed
+	// without an answer, so that a retry runs again.
+	ReleaseIdempotencyKey(ctx context.Context, kw *parley.KeyedWrite) error
 }
 
 // IdempotencyTTL is how long a key's first response is replayed (D13).
@@ -50,10 +53,13 @@ func (s *Server) signedWrite(r *http.Request, username string) *parley.SignedWri
 	return &parley.SignedWrite{Key: h.Sum(nil)[:16], Expires: date.Add(s.ClockSkew + time.Minute)}
 }
 
-// idempotent runs h once per Idempotency-Key (D13): the first response is
-// stored and replayed to a repeat of the same request; a different request
-// with the key, or one that arrives while the first still runs, gets 409.
-// Without the header it just runs h.
+// idempotent runs h once per Idempotency-Key (D13). The key travels with
+// the request to the transaction of its change, which fails when another
+// request holds the key, and otherwise stores the key with the change: a
+// repeat of the same request gets the first answer, replayed; another
+// request with the key gets 409. An answer that no transaction stored (a
+// refusal, say) is stored before it is sent, unless another request's is
+// there by then: that one is sent instead. Without the header h just runs.
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, req *request, h apiHandler) error {
 	vals, sent := r.Header["Idempotency-Key"]
 	if !sent || r.Method != http.MethodPost || s.Idempotency == nil {
@@ -65,90 +71,122 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, req *request
 	}
 	sum := sha256.Sum256([]byte(r.Method + " " + signing.RequestTarget(r) + "\n" + r.Header.Get(signing.HeaderDigest)))
 	now := s.Now()
-	// The claim outlives the request's deadline and the time its response
-	// takes to be stored, so a node that dies mid-request frees the key
-	// soon after, and a slow request is never overtaken by its retry.
-	lockedUntil := now.Add(s.RequestTimeout + saveTimeout + 5*time.Second).Truncate(time.Microsecond)
-	rec, err := s.Idempotency.ClaimIdempotencyKey(r.Context(), req.brandID, key, sum[:], lockedUntil, now.Add(IdempotencyTTL))
-	if err != nil {
-		// The claim may have committed after this request gave up waiting.
-		s.afterRequest(r, func(ctx context.Context) error {
-			return s.Idempotency.ReleaseIdempotencyKey(ctx, req.brandID, key, lockedUntil)
-		})
-		return err
-	}
-	if rec != nil {
-		switch {
-		case !bytes.Equal(rec.RequestHash, sum[:]):
-			return parley.Errorf(parley.EIdempotencyReused,
-				"Idempotency-Key [%s] was already used with another request; use a new key for a new request.", key)
-		case !rec.Done:
-			w.Header().Set("Retry-After", "1")
-			return parley.Errorf(parley.EIdempotencyInUse,
-				"A request with Idempotency-Key [%s] is still running; retry shortly.", key)
-		}
-		w.Header().Set("Content-Type", rec.ContentType)
-		w.Header().Set("Idempotent-Replayed", "true")
-		w.WriteHeader(rec.Status)
-		w.Write(rec.Body)
-		return nil
-	}
+	kw := &parley.KeyedWrite{BrandID: req.brandID, Key: key, Hash: sum[:],
+		// A claim committed without its answer outlives the request's
+		// deadline and the time its answer takes to be stored: a node that
+		// dies mid-request frees the key soon after, and a slow request is
+		// never overtaken by its retry.
+		LockedUntil: now.Add(s.RequestTimeout + saveTimeout + 5*time.Second).Truncate(time.Microsecond),
+		Expires:     now.Add(IdempotencyTTL)}
+	r = r.WithContext(parley.NewContextWithKeyedWrite(r.Context(), kw))
 
-	rw := &recordingWriter{statusWriter: statusWriter{ResponseWriter: w}}
-	if err := h(rw, r, req); err != nil {
-		s.writeError(rw, r, err)
+	bw := &bufferedWriter{header: http.Header{}}
+	err := h(bw, r, req)
+	var taken *parley.KeyTaken
+	if errors.As(err, &taken) {
+		return answerTaken(w, kw, &taken.Record)
 	}
-	// The outcome is stored after the request, off its path: until then a
-	// repeat finds the key in use and retries. It is stored even if the
-	// client has gone, since its retry must find it. A server error or a
-	// refused copy (401) is not the answer to keep: the key is released.
-	status, ctype, body := cmp.Or(rw.status, http.StatusOK), w.Header().Get("Content-Type"), rw.body.Bytes()
-	s.afterRequest(r, func(ctx context.Context) error {
-		if status >= 500 || status == http.StatusUnauthorized {
-			return s.Idempotency.ReleaseIdempotencyKey(ctx, req.brandID, key, lockedUntil)
+	if err != nil {
+		s.writeError(bw, r, err)
+	}
+	if kw.Stored() == nil {
+		// Stored even if the client has gone: its retry must find it. A
+		// server error or a refused copy (401) is not the answer to keep.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), saveTimeout)
+		defer cancel()
+		a := parley.Answer{Status: cmp.Or(bw.status, http.StatusOK), ContentType: bw.header.Get("Content-Type"), Body: bw.body.Bytes()}
+		switch {
+		case a.Status >= 500 || a.Status == http.StatusUnauthorized:
+			if kw.Claimed() {
+				if err := s.Idempotency.ReleaseIdempotencyKey(ctx, kw); err != nil {
+					s.logger.Warn("idempotency key not released", "request_id", requestID(ctx), "error", err.Error())
+				}
+			}
+		default:
+			rec, err := s.Idempotency.StoreIdempotentAnswer(ctx, kw, a)
+			if err != nil {
+				s.logger.Warn("idempotent answer not stored", "request_id", requestID(ctx), "error", err.Error())
+			}
+			if rec != nil {
+				return answerTaken(w, kw, rec)
+			}
 		}
-		return s.Idempotency.SaveIdempotentResponse(ctx, req.brandID, key, lockedUntil, status, ctype, body)
-	})
+	}
+	bw.sendTo(w)
 	return nil
 }
 
-// saveTimeout bounds storing a key's outcome after its request.
+// answerTaken answers a request whose key another request holds or held:
+// that request's answer, replayed, when it was the same request; else 409.
+func answerTaken(w http.ResponseWriter, kw *parley.KeyedWrite, rec *parley.IdempotencyRecord) error {
+	switch {
+	case !bytes.Equal(rec.RequestHash, kw.Hash):
+		return parley.Errorf(parley.EIdempotencyReused,
+			"Idempotency-Key [%s] was already used with another request; use a new key for a new request.", kw.Key)
+	case rec.Answer == nil:
+		w.Header().Set("Retry-After", "1")
+		return parley.Errorf(parley.EIdempotencyInUse,
+			"A request with Idempotency-Key [%s] is still running; retry shortly.", kw.Key)
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	writeAnswer(w, rec.Answer)
+	return nil
+}
+
+// saveTimeout bounds storing a key's answer after its request.
 const saveTimeout = 10 * time.Second
 
-// afterRequest runs an idempotency key's bookkeeping once the request is
-// done, off its path; Wait waits for it.
-func (s *Server) afterRequest(r *http.Request, fn func(ctx context.Context) error) {
-	ctx := context.WithoutCancel(r.Context())
-	run := func() {
-		ctx, cancel := context.WithTimeout(ctx, saveTimeout)
-		defer cancel()
-		if err := fn(ctx); err != nil {
-			s.logger.Warn("idempotency key not recorded", "request_id", requestID(ctx), "error", err.Error())
-		}
+// answer calls the service and writes its result as status. With an
+// Idempotency-Key, the transaction of the call's change stores the same
+// answer with the change (D13): it is rendered once, in that transaction,
+// and the bytes stored are the bytes sent.
+func answer[T any](w http.ResponseWriter, r *http.Request, status int, call func(context.Context) (T, error)) error {
+	kw := parley.KeyedWriteFromContext(r.Context())
+	if kw != nil {
+		kw.Encode = func(v any) (parley.Answer, error) { return encodeJSON(status, v) }
 	}
-	s.bgMu.Lock()
-	if s.waiting {
-		s.bgMu.Unlock()
-		run()
-		return
+	v, err := call(r.Context())
+	if err != nil {
+		return err
 	}
-	s.background.Add(1)
-	s.bgMu.Unlock()
-	go func() {
-		defer s.background.Done()
-		run()
-	}()
+	if a := kw.Stored(); a != nil {
+		writeAnswer(w, a)
+		return nil
+	}
+	writeJSON(w, status, v)
+	return nil
 }
 
-// recordingWriter passes the response through and keeps a copy.
-type recordingWriter struct {
-	statusWriter
-	body bytes.Buffer
+// bufferedWriter holds a keyed request's answer until its key is settled.
+type bufferedWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
 }
 
-func (w *recordingWriter) Write(b []byte) (int, error) {
-	w.body.Write(b)
-	return w.statusWriter.Write(b)
+func (w *bufferedWriter) Header() http.Header { return w.header }
+
+func (w *bufferedWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *bufferedWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.body.Write(b)
+}
+
+// sendTo writes the held answer to w.
+func (w *bufferedWriter) sendTo(to http.ResponseWriter) {
+	h := to.Header()
+	for k, v := range w.header {
+		h[k] = v
+	}
+	to.WriteHeader(cmp.Or(w.status, http.StatusOK))
+	to.Write(w.body.Bytes())
 }
 
 // limiter holds one token bucket per credential (D13). It is per node:

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,15 +19,14 @@ import (
 	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/httpapi"
+	"github.com/parleyhq/parley/internal/store"
 )
 
-// keyed sends a request like hardSend and then waits until its response
-// is stored for its Idempotency-Key, which happens after the request.
+// keyed sends a request like hardSend with an Idempotency-Key. Its answer
+// is stored by the time it comes back.
 func keyed(t *testing.T, e *apitest.Env, method, target, body, key string) authResp {
 	t.Helper()
-	r := hardSend(t, e, method, target, body, "Idempotency-Key", key)
-	e.App.Server.Wait()
-	return r
+	return hardSend(t, e, method, target, body, "Idempotency-Key", key)
 }
 
 // hardSend signs a request as brand A at the client clock's next second
@@ -189,7 +190,7 @@ func TestIdempotencyKeyValidation(t *testing.T) {
 }
 
 // TestIdempotencyConcurrent: requests racing with one key run once; the
-// others get the stored response or 409 idempotency_key_in_use (D13).
+// others get its answer, replayed, or 409 idempotency_key_in_use (D13).
 func TestIdempotencyConcurrent(t *testing.T) {
 	e := apitest.New(t)
 	body := `{"phone_number":"+14155552671"}`
@@ -256,7 +257,6 @@ func TestIdempotencyExpiry(t *testing.T) {
 func TestPurgeRunsPeriodically(t *testing.T) {
 	e := apitest.New(t)
 	hardSend(t, e, "POST", "/api/v1/users", `{"phone_number":"+14155552671"}`, "Idempotency-Key", "k")
-	e.App.Server.Wait()
 	if e.Count(t, "seen_signatures") != 1 || e.Count(t, "idempotency_keys") != 1 {
 		t.Fatal("nothing to purge")
 	}
@@ -569,14 +569,13 @@ func TestIdempotencyServerErrorNotStored(t *testing.T) {
 		r.Header = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
 		r.Header.Set("Idempotency-Key", "flaky")
 		w := httptest.NewRecorder()
-		httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(w http.ResponseWriter) error {
+		httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(w http.ResponseWriter, _ *http.Request) error {
 			if fail {
 				return errors.New("database on fire")
 			}
 			w.WriteHeader(201)
 			return nil
 		})
-		e.App.Server.Wait()
 		return w
 	}
 	if w := run(true); w.Code != 500 {
@@ -605,7 +604,6 @@ func TestClientIdempotencyKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.App.Server.Wait() // the response is stored just after the request
 	m2, err := e.A.SendMessage(ctx, in)
 	if err != nil || m2.ID != m1.ID {
 		t.Fatalf("retry: %+v %v, want message %d again", m2, err, m1.ID)
@@ -627,7 +625,6 @@ func TestIdempotencyReplayedCopyNotStored(t *testing.T) {
 	}
 	h.Set("Idempotency-Key", "copy") // the key is not signed: the copy is still one
 	wantError(t, authSend(t, e, "POST", "/api/v1/users", body, h), 401, parley.ENotAuthenticated)
-	e.App.Server.Wait()
 	if n := e.Count(t, "idempotency_keys"); n != 1 {
 		t.Errorf("%d keys stored, want only the first: a replayed copy's 401 is not an answer to keep", n)
 	}
@@ -643,10 +640,166 @@ func TestIdempotencyEmptyAnswer(t *testing.T) {
 		r.Header = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
 		r.Header.Set("Idempotency-Key", "quiet")
 		w := httptest.NewRecorder()
-		httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(http.ResponseWriter) error { return nil })
-		e.App.Server.Wait()
+		httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(http.ResponseWriter, *http.Request) error { return nil })
 		if w.Code != 200 || (i == 1 && w.Header().Get("Idempotent-Replayed") != "true") {
 			t.Fatalf("request %d: %d replayed=%q", i+1, w.Code, w.Header().Get("Idempotent-Replayed"))
 		}
+	}
+}
+
+// afterCounter counts the writes made for Idempotency-Keys after their
+// request: the answers and releases that no transaction of the change
+// stored.
+type afterCounter struct {
+	httpapi.IdempotencyStore
+	n atomic.Int64
+}
+
+func (c *afterCounter) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, a parley.Answer) (*parley.IdempotencyRecord, error) {
+	c.n.Add(1)
+	return c.IdempotencyStore.StoreIdempotentAnswer(ctx, kw, a)
+}
+
+func (c *afterCounter) ReleaseIdempotencyKey(ctx context.Context, kw *parley.KeyedWrite) error {
+	c.n.Add(1)
+	return c.IdempotencyStore.ReleaseIdempotencyKey(ctx, kw)
+}
+
+// TestIdempotencyAnswerCommitsWithChange: every POST of the API stores
+// its key's answer in the transaction of its change, so a retry finds
+// both or neither and nothing is written for the key after the request;
+// only an answer that changed nothing is stored after it (D13).
+func TestIdempotencyAnswerCommitsWithChange(t *testing.T) {
+	e := apitest.New(t)
+	// A server of its own over the same app, so the count sees every
+	// write for a key, taken from the test's goroutine.
+	cfg := e.App.Server.Config
+	after := &afterCounter{IdempotencyStore: cfg.Idempotency}
+	cfg.Idempotency = after
+	h := httpapi.New(cfg).Handler()
+	send := func(target string, body []byte, contentType, key string) *httptest.ResponseRecorder {
+		t.Helper()
+		r := httptest.NewRequest("POST", target, bytes.NewReader(body))
+		r.Header = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", target, body, e.ClientNow())
+		r.Header.Set("Content-Type", contentType)
+		r.Header.Set("Idempotency-Key", key)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+
+	u := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+14155552672"),
+		UserFields: parley.UserFields{MessagingConsent: parley.Some(true)}})
+	rc := whNewReceiver(t, nil)
+	hook := whCreate(t, e.A, rc.URL(), "*")
+	ev := whTest(t, e.A, hook.ID)
+	if err := whDeliver(t, e, ev.ID, hook.ID, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	delivery := whLastDelivery(t, e.A, hook.ID, 1)
+	file, fileType, err := client.MultipartFile("pixel.png", bytes.NewReader(filePNG))
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv, csvType := fileMultipart(t, [2]string{`form-data; name="file"; filename="u.csv"`, "phone_number\n+14155552673\n"})
+	const jsonType = "application/json"
+	for _, c := range []struct {
+		target, body, contentType string
+		status                    int
+	}{
+		{"/api/v1/users", `{"phone_number":"+14155552671"}`, jsonType, 201},
+		{"/api/v1/users/" + itoa(u.ID), `{"first_name":"Ada"}`, jsonType, 200},
+		{"/api/v1/messages", fmt.Sprintf(`{"user_id":%d,"body":"hi"}`, u.ID), jsonType, 201},
+		{"/api/v1/files", string(file), fileType, 201},
+		{"/api/v1/imports", string(csv), csvType, 201},
+		{"/api/v1/webhooks", `{"url":"` + rc.URL() + `","event_types":["*"]}`, jsonType, 201},
+		{"/api/v1/webhooks/" + itoa(hook.ID), `{"description":"renamed"}`, jsonType, 200},
+		{"/api/v1/webhooks/" + itoa(hook.ID) + "/rotate_secret", ``, jsonType, 200},
+		{"/api/v1/webhooks/" + itoa(hook.ID) + "/test", ``, jsonType, 200},
+		{"/api/v1/webhooks/" + itoa(hook.ID) + "/deliveries/" + itoa(delivery.ID) + "/retry", ``, jsonType, 200},
+	} {
+		key := "key " + c.target
+		first := send(c.target, []byte(c.body), c.contentType, key)
+		if first.Code != c.status {
+			t.Fatalf("POST %s: %d %s, want %d", c.target, first.Code, first.Body, c.status)
+		}
+		again := send(c.target, []byte(c.body), c.contentType, key)
+		if again.Code != c.status || again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
+			t.Errorf("POST %s again: %d %s (replayed %q), want the first answer replayed",
+				c.target, again.Code, again.Body, again.Header().Get("Idempotent-Replayed"))
+		}
+		if n := after.n.Load(); n != 0 {
+			t.Fatalf("POST %s: %d writes for the key after the request, want its answer stored with the change", c.target, n)
+		}
+	}
+	// A refusal changes nothing: its answer is stored after it, once.
+	for range 2 {
+		if w := send("/api/v1/users", []byte(`{"phone_number":"+1415"}`), jsonType, "refused"); w.Code != 422 {
+			t.Fatalf("a refusal: %d %s", w.Code, w.Body)
+		}
+	}
+	if n := after.n.Load(); n != 2 {
+		t.Errorf("%d writes after two refusals, want 2: each tries to store its answer, the second finds the first's", n)
+	}
+}
+
+// TestIdempotencyReplaysWhateverNow: a repeat gets the first answer even
+// when running it now would be refused before any write, here by a
+// custom_data field deleted since (D13).
+func TestIdempotencyReplaysWhateverNow(t *testing.T) {
+	e := apitest.New(t)
+	f := e.MustCreateField(t, &parley.CustomField{BrandID: e.BrandA.ID, FieldName: "Tier", CustomDataType: parley.CustomString})
+	body := `{"phone_number":"+14155552671","custom_data":{"tier":"gold"}}`
+	first := keyed(t, e, "POST", "/api/v1/users", body, "create")
+	if first.status != 201 {
+		t.Fatalf("first: %d %s", first.status, first.body)
+	}
+	if err := e.App.Service.DeleteCustomField(e.Ctx, e.BrandA.ID, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	fresh := hardSend(t, e, "POST", "/api/v1/users", `{"phone_number":"+14155552672","custom_data":{"tier":"gold"}}`)
+	wantError(t, fresh, 422, parley.EInvalidCustomData)
+	again := keyed(t, e, "POST", "/api/v1/users", body, "create")
+	if again.status != 201 || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("repeat: %d %s, want the first answer replayed", again.status, again.body)
+	}
+}
+
+// TestIdempotencyClaimReleasedOnServerError: a write that committed the
+// key without an answer, in a request that then failed with a 5xx, frees
+// the key, so the retry runs again (D13).
+func TestIdempotencyClaimReleasedOnServerError(t *testing.T) {
+	e := apitest.New(t)
+	body := []byte(`{}`)
+	var writes atomic.Int64
+	run := func(fail bool) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/api/v1/users", bytes.NewReader(body))
+		r.Header = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
+		r.Header.Set("Idempotency-Key", "claimed")
+		w := httptest.NewRecorder()
+		httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(w http.ResponseWriter, r *http.Request) error {
+			// A write that names no result: its transaction only claims the key.
+			if err := e.App.DB.WithTx(r.Context(), func(*store.Tx) error { writes.Add(1); return nil }); err != nil {
+				return err
+			}
+			if fail {
+				return errors.New("failed after the write")
+			}
+			w.WriteHeader(201)
+			return nil
+		})
+		return w
+	}
+	if w := run(true); w.Code != 500 {
+		t.Fatalf("failing request: %d", w.Code)
+	}
+	if n := e.Count(t, "idempotency_keys"); n != 0 {
+		t.Fatalf("%d keys kept after a 500, want the claim released", n)
+	}
+	if w := run(false); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" || writes.Load() != 2 {
+		t.Fatalf("retry: %d replayed=%q after %d writes, want it run again", w.Code, w.Header().Get("Idempotent-Replayed"), writes.Load())
+	}
+	if w := run(false); w.Header().Get("Idempotent-Replayed") != "true" || writes.Load() != 2 {
+		t.Fatal("the retry's answer was not stored over its claim")
 	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/csv"
 	"errors"
 	"io"
@@ -46,13 +47,11 @@ func (s *Server) createImport(w http.ResponseWriter, r *http.Request, req *reque
 			part.Close()
 			continue
 		}
-		imp, err := s.Imports.CreateImport(r.Context(), req.brandID, part.FileName(), part, opt)
+		err = answer(w, r, http.StatusCreated, func(ctx context.Context) (*parley.Import, error) {
+			return s.Imports.CreateImport(ctx, req.brandID, part.FileName(), part, opt)
+		})
 		part.Close()
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusCreated, imp)
-		return nil
+		return err
 	}
 }
 

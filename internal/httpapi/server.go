@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -96,23 +95,6 @@ type Server struct {
 	verifier signing.Verifier
 	handler  http.Handler
 	limits   *limiter
-	// background counts work that outlives its request (Wait waits for it).
-	background sync.WaitGroup
-	bgMu       sync.Mutex
-	waiting    bool // Wait has begun: later work runs in its request
-}
-
-// Wait waits for the work requests left running, such as storing an
-// idempotent response. Work of requests still being answered (a shutdown
-// that timed out) then runs before their answer instead.
-func (s *Server) Wait() {
-	s.bgMu.Lock()
-	s.waiting = true
-	s.bgMu.Unlock()
-	s.background.Wait()
-	s.bgMu.Lock()
-	s.waiting = false
-	s.bgMu.Unlock()
 }
 
 // New returns a Server; Handler gives its http.Handler.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -12,12 +13,9 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, req *requ
 	if err := decodeJSON(req.body, &in, nil); err != nil {
 		return err
 	}
-	wh, err := s.Webhooks.CreateWebhook(r.Context(), req.brandID, in)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, wh)
-	return nil
+	return answer(w, r, http.StatusCreated, func(ctx context.Context) (*parley.Webhook, error) {
+		return s.Webhooks.CreateWebhook(ctx, req.brandID, in)
+	})
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, req *request) error {
@@ -54,12 +52,9 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, req *requ
 	if err := decodeJSON(req.body, &in, nil); err != nil {
 		return err
 	}
-	wh, err := s.Webhooks.UpdateWebhook(r.Context(), req.brandID, id, in)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, wh)
-	return nil
+	return answer(w, r, http.StatusOK, func(ctx context.Context) (*parley.Webhook, error) {
+		return s.Webhooks.UpdateWebhook(ctx, req.brandID, id, in)
+	})
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, req *request) error {
@@ -80,12 +75,9 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, req
 	if err != nil {
 		return err
 	}
-	wh, err := s.Webhooks.RotateWebhookSecret(r.Context(), req.brandID, id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, wh)
-	return nil
+	return answer(w, r, http.StatusOK, func(ctx context.Context) (*parley.Webhook, error) {
+		return s.Webhooks.RotateWebhookSecret(ctx, req.brandID, id)
+	})
 }
 
 func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request, req *request) error {
@@ -117,12 +109,9 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	ev, err := s.Webhooks.TestWebhook(r.Context(), req.brandID, id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, ev)
-	return nil
+	return answer(w, r, http.StatusOK, func(ctx context.Context) (*parley.Event, error) {
+		return s.Webhooks.TestWebhook(ctx, req.brandID, id)
+	})
 }
 
 func (s *Server) retryWebhookDelivery(w http.ResponseWriter, r *http.Request, req *request) error {
@@ -134,10 +123,7 @@ func (s *Server) retryWebhookDelivery(w http.ResponseWriter, r *http.Request, re
 	if err != nil {
 		return err
 	}
-	d, err := s.Webhooks.RetryWebhookDelivery(r.Context(), req.brandID, id, did)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, d)
-	return nil
+	return answer(w, r, http.StatusOK, func(ctx context.Context) (*parley.WebhookDelivery, error) {
+		return s.Webhooks.RetryWebhookDelivery(ctx, req.brandID, id, did)
+	})
 }

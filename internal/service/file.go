@@ -84,6 +84,7 @@ func (s *Service) UploadFile(ctx context.Context, brandID int64, fileName string
 
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
 		f.UploadedAt = parley.Time{Time: tx.Now()}
+		tx.Answer(f)
 		return tx.InsertFile(ctx, f, key)
 	})
 	if err != nil {

@@ -172,17 +172,19 @@ func (im *Importer) CreateImport(ctx context.Context, brandID int64, fileName st
 	if err != nil {
 		return nil, err
 	}
+	var out parley.Import
 	err = im.s.db.WithTx(ctx, func(tx *store.Tx) error {
 		if err := tx.InsertImport(ctx, rec); err != nil {
 			return err
 		}
+		out = rec.Import
+		tx.Answer(&out)
 		return im.q.EnqueueImport(ctx, tx.SQL(), brandID, rec.ID)
 	})
 	if err != nil {
 		im.s.blob.Delete(context.WithoutCancel(ctx), rec.BlobKey)
 		return nil, err
 	}
-	out := rec.Import
 	return &out, nil
 }
 

@@ -55,6 +55,7 @@ func (s *Service) SendMessage(ctx context.Context, brandID int64, in parley.Mess
 			return err
 		}
 		s.jobsOf(tx).Delivery(brandID, m.ID)
+		tx.Answer(m)
 		return s.emit(ctx, tx, brandID, parley.EventMessageQueued, m)
 	})
 	if err != nil {

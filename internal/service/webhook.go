@@ -94,6 +94,7 @@ func (s *Service) CreateWebhook(ctx context.Context, brandID int64, in parley.We
 	secret := webhook.NewSecret()
 	w := &store.WebhookRecord{Webhook: parley.Webhook{BrandID: brandID, URL: in.URL.Value, Description: in.Description.Value,
 		EventTypes: in.EventTypes.Value}, Secret: s.box.Seal([]byte(secret), webhookAD(brandID))}
+	var out parley.Webhook
 	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
 		if err := tx.LockBrand(ctx, brandID); err != nil {
 			return err
@@ -105,13 +106,17 @@ func (s *Service) CreateWebhook(ctx context.Context, brandID int64, in parley.We
 		if n >= parley.MaxWebhooks {
 			return parley.Errorf(parley.EValidation, "At most %d webhooks per brand.", parley.MaxWebhooks)
 		}
-		return tx.InsertWebhook(ctx, w)
+		if err := tx.InsertWebhook(ctx, w); err != nil {
+			return err
+		}
+		out = w.Webhook
+		out.Secret = secret
+		tx.Answer(&out)
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := w.Webhook
-	out.Secret = secret
 	return &out, nil
 }
 
@@ -191,6 +196,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, brandID, id int64, in parle
 			return err
 		}
 		out = w.Webhook
+		tx.Answer(&out)
 		return nil
 	})
 	if err != nil {
@@ -233,12 +239,13 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, brandID, id int64) (*
 			return err
 		}
 		out = w.Webhook
+		out.Secret = secret
+		tx.Answer(&out)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	out.Secret = secret
 	return &out, nil
 }
 
@@ -277,6 +284,7 @@ func (s *Service) TestWebhook(ctx context.Context, brandID, id int64) (*parley.E
 			return err
 		}
 		s.jobsOf(tx).Webhook(brandID, ev.ID, w.ID)
+		tx.Answer(ev)
 		return nil
 	})
 	return ev, err
@@ -293,6 +301,7 @@ func (s *Service) RetryWebhookDelivery(ctx context.Context, brandID, id, deliver
 	}
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
 		s.jobsOf(tx).Webhook(brandID, d.EventID, id)
+		tx.Answer(d)
 		return nil
 	})
 	return d, err
@@ -359,23 +368,6 @@ func (s *Service) emitTo(ctx context.Context, tx *store.Tx, brandID int64, typ s
 
 func subscribes(types []string, typ string) bool {
 	return slices.Contains(types, "*") || slices.Contains(types, typ)
-}
-
-// hasSubscribers reports, outside any transaction, whether an event of typ
-// would go anywhere: the fast paths that skip a transaction ask first.
-func (s *Service) hasSubscribers(ctx context.Context, brandID int64, types ...string) (bool, error) {
-	subs, err := s.db.SubscribedTypes(ctx, brandID)
-	if err != nil {
-		return false, err
-	}
-	for _, st := range subs {
-		for _, t := range types {
-			if subscribes(st, t) {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
 }
 
 // DeliverWebhook makes one attempt to deliver an event to an endpoint. It

@@ -226,6 +226,9 @@ type Tx struct {
 	// transaction: the writes of a group commit ask for them once per
 	// brand, not once each. Writes to the endpoints forget it.
 	hooks map[int64][]*WebhookRecord
+	// result is what the write running in the transaction named as its
+	// request's outcome (see Answer).
+	result any
 	// committed run once the transaction has committed (see AfterCommit).
 	committed []func()
 	// batches are flushed just before the commit, in the order made (see Batch).
@@ -272,7 +275,11 @@ func (tx *Tx) Now() time.Time { return tx.now }
 // WithTx runs fn in a transaction, committing when fn returns nil and
 // rolling back otherwise. A transaction that PostgreSQL aborts for a
 // serialization failure or a deadlock is run again, a few times: it was
-// rolled back, so running fn again is safe.
+// rolled back, so running fn again is safe. A signed request's signature
+// is recorded in its first transaction (D2); its Idempotency-Key is
+// checked before fn runs — fn does not run when another request holds the
+// key (*parley.KeyTaken) — and stored after it, with the answer that fn
+// named with Tx.Answer (D13).
 func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := db.withTx(ctx, fn)
@@ -291,11 +298,12 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 // in a transaction of its own — unless fn fails with Unchanged, which
 // fails only itself, or the COMMIT's outcome is unknown, which fails all.
 // Once queued, the call waits for the outcome even if ctx ends. A signed
-// request's signature is recorded in the same transaction (D2). Never call
-// it while holding the writer (inside WithTx): on SQLite the group would
-// wait for it forever.
+// request's signature is recorded in the same transaction (D2), and its
+// Idempotency-Key claimed there, as in WithTx (D13). Never call it while
+// holding the writer (inside WithTx): on SQLite the group would wait for
+// it forever.
 func (db *DB) WithGroupTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
-	return db.inGroup(ctx, &groupOp{fn: fn, signed: unrecorded(ctx)})
+	return db.inGroup(ctx, &groupOp{fn: fn, signed: unrecorded(ctx), keyed: unclaimed(ctx)})
 }
 
 // Unchanged marks the error of a grouped write (WithGroupTx) that failed
@@ -319,6 +327,15 @@ func unrecorded(ctx context.Context) *parley.SignedWrite {
 	return nil
 }
 
+// unclaimed returns ctx's Idempotency-Key if no transaction of its request
+// has claimed it yet.
+func unclaimed(ctx context.Context) *parley.KeyedWrite {
+	if kw := parley.KeyedWriteFromContext(ctx); kw != nil && !kw.Claimed() {
+		return kw
+	}
+	return nil
+}
+
 func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 	sqlTx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -332,7 +349,17 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 			return err
 		}
 	}
+	kw := unclaimed(ctx)
+	if err := tx.checkKey(ctx, kw); err != nil {
+		sqlTx.Rollback()
+		return err
+	}
 	if err := fn(tx); err != nil {
+		sqlTx.Rollback()
+		return err
+	}
+	answer, err := tx.storeKey(ctx, kw)
+	if err != nil {
 		sqlTx.Rollback()
 		return err
 	}
@@ -350,6 +377,9 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	if sw != nil {
 		sw.MarkRecorded()
+	}
+	if kw != nil {
+		kw.MarkClaimed(answer)
 	}
 	for _, f := range tx.committed {
 		f()
@@ -380,8 +410,12 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pe) && pe.Code == pgerrcode.UniqueViolation
 }
 
-// isRetryable reports a PostgreSQL serialization failure or deadlock.
+// isRetryable reports a PostgreSQL serialization failure or deadlock, or
+// an idempotency key stored beside the transaction (errKeyRace).
 func isRetryable(err error) bool {
+	if errors.Is(err, errKeyRace) {
+		return true
+	}
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == pgerrcode.SerializationFailure || pe.Code == pgerrcode.DeadlockDetected)
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -18,30 +17,31 @@ import (
 // groupBatch bounds how many writes one group commit carries.
 const groupBatch = 256
 
-// groupOp is one small write waiting for the group commit: a key to
-// claim, a response to save, a user to create, or any other write fn.
+// groupOp is one small write waiting for the group commit.
 type groupOp struct {
-	claim *keyClaim
-	save  *keySave
-	user  *userInsert
-	fn    func(ctx context.Context, tx *Tx) error
+	fn func(ctx context.Context, tx *Tx) error
 	// signed is the write's request, whose signature the group records
 	// unless it was recorded already (D2).
 	signed *parley.SignedWrite
+	// keyed is the request's Idempotency-Key, claimed with the write
+	// unless an earlier transaction of the request claimed it (D13).
+	keyed *parley.KeyedWrite
 	// ctx is the caller's: an op whose caller is gone before its group
 	// starts is not run. Its statements run under the group's context, so
 	// a caller giving up mid-group cannot fail the others.
 	ctx context.Context
-	// failed is the op's own outcome (a duplicate, a replay, an Unchanged
-	// error, errHeldBack), which does not fail the others.
+	// failed is the op's own outcome (a duplicate, a replay, a taken key,
+	// an Unchanged error, errHeldBack), which does not fail the others.
 	failed error
+	// answer is what the op stored with its key, if it named its result.
+	answer *parley.Answer
 
 	err  error
 	done chan struct{}
 }
 
-// groupCommit runs small writes — user creates, idempotency keys, sends,
-// status changes — in shared transactions: each committer goroutine
+// groupCommit runs small writes — user creates, sends, status changes,
+// idempotency answers — in shared transactions: each committer goroutine
 // commits whatever has queued while its previous commit ran. The writes
 // then cost a fraction of a transaction each instead of one each, which
 // on SQLite's single writer is most of their cost.
@@ -175,8 +175,16 @@ func (db *DB) commitGroup(batch []*groupOp) {
 	if len(batch) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	// A group on PostgreSQL must not wait forever on a lost connection. On
+	// SQLite nothing it runs can hang (a lock waits the busy timeout at
+	// most), and a context that can end costs each statement a goroutine
+	// to watch it (modernc), on the single writer's path.
+	ctx := context.Background()
+	if db.engine == "postgres" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
 	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch) })
 	var ce *commitError
 	rerun := err != nil && len(batch) > 1 && !(errors.As(err, &ce) && ce.uncertain)
@@ -220,9 +228,12 @@ func (db *DB) runOne(ctx context.Context, op *groupOp) error {
 func (op *groupOp) finish(err error) {
 	if err == nil {
 		err = op.failed
-		if err == nil && op.signed != nil {
-			op.signed.MarkRecorded()
-		}
+	}
+	if err == nil && op.signed != nil {
+		op.signed.MarkRecorded()
+	}
+	if err == nil && op.keyed != nil {
+		op.keyed.MarkClaimed(op.answer)
 	}
 	op.err = err
 	close(op.done)
@@ -292,12 +303,11 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 	return replayed, rows.Err()
 }
 
-// runGroupOps records the batch's signatures, creates its users, saves
-// its responses, runs the other writes in order, then claims its keys. A
-// replayed write does not run.
+// runGroupOps records the batch's signatures, then runs its writes in
+// order. A replayed write does not run.
 func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	for _, op := range batch {
-		op.failed = nil
+		op.failed, op.answer = nil, nil
 	}
 	replayed, err := recordSignatures(ctx, tx, batch)
 	if err != nil {
@@ -307,39 +317,40 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		op.failed = parley.ErrReplayed
 	}
 	for _, op := range batch {
-		if op.user == nil || op.failed != nil {
+		if op.failed != nil {
 			continue
 		}
-		if op.failed, err = op.user.insert(ctx, tx); err != nil {
-			return err
-		}
-		if err := op.forgetIfFailed(ctx, tx); err != nil {
+		if err := op.run(ctx, tx); err != nil {
 			return err
 		}
 	}
-	// Saves and releases first: a claim in the same batch then sees the
-	// key as it ends up.
-	if err := saveResponses(ctx, tx, batch); err != nil {
+	return nil
+}
+
+// run runs the op's write between the check of its key and the key's
+// storing (D13). A write that fails without changing anything — its key
+// taken, or Unchanged — fails alone.
+func (op *groupOp) run(ctx context.Context, tx *Tx) error {
+	var taken *parley.KeyTaken
+	switch err := tx.checkKey(ctx, op.keyed); {
+	case errors.As(err, &taken):
+		op.failed = err
+		return op.forgetIfFailed(ctx, tx)
+	case err != nil:
 		return err
 	}
-	for _, op := range batch {
-		if op.fn == nil || op.failed != nil {
-			continue
-		}
-		err := op.fn(ctx, tx)
-		var u unchanged
-		if !errors.As(err, &u) {
-			if err != nil {
-				return err
-			}
-			continue
-		}
+	tx.result = nil
+	err := op.fn(ctx, tx)
+	var u unchanged
+	switch {
+	case errors.As(err, &u):
 		op.failed = u.error
-		if err := op.forgetIfFailed(ctx, tx); err != nil {
-			return err
-		}
+		return op.forgetIfFailed(ctx, tx)
+	case err != nil:
+		return err
 	}
-	return claimKeys(ctx, tx, batch)
+	op.answer, err = tx.storeKey(ctx, op.keyed)
+	return err
 }
 
 // forgetIfFailed takes back the signature of a write that failed without
@@ -356,163 +367,154 @@ func (op *groupOp) forgetIfFailed(ctx context.Context, tx *Tx) error {
 	return nil
 }
 
-// keyClaim asks for an idempotency key (see ClaimIdempotencyKey).
-type keyClaim struct {
-	brandID              int64
-	key                  string
-	hash                 []byte
-	lockedUntil, expires int64
-	rec                  *parley.IdempotencyRecord // the result: nil when claimed
-}
-
-// claimKeys claims the batch's keys, a prepared one-row INSERT each; a key
-// that exists (a repeat, a takeover, or twice in the batch) goes the slow
-// way. On SQLite one multi-row INSERT … RETURNING cost more than the rows:
-// a new statement for each batch size, and a statement journal.
-func claimKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
-	for _, op := range inKeyOrder(batch, func(op *groupOp) (int64, string, bool) {
-		if c := op.claim; c != nil {
-			return c.brandID, c.key, true
-		}
-		return 0, "", false
-	}) {
-		c := op.claim
-		c.rec = nil
-		res, err := tx.exec(ctx, qClaimNewKey, c.brandID, c.key, c.hash, c.lockedUntil, micros(tx.now), c.expires)
-		if err != nil {
-			return fmt.Errorf("store: claim idempotency key: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			continue
-		}
-		if err := claimExisting(ctx, tx, c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// claimExisting takes over a key whose record expired or whose holder
-// died, or else reads the record as it stands.
-func claimExisting(ctx context.Context, tx *Tx, c *keyClaim) error {
-	now := micros(tx.now)
-	res, err := tx.exec(ctx, qClaimKey, c.brandID, c.key, c.hash, c.lockedUntil, now, c.expires, now, now)
-	if err != nil {
-		return fmt.Errorf("store: claim idempotency key: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
-	}
-	var status sql.NullInt64
-	var ctype sql.NullString
-	rec := &parley.IdempotencyRecord{}
-	row := tx.queryRow(ctx, qReadKey, c.brandID, c.key)
-	if err := row.Scan(&rec.RequestHash, &status, &ctype, &rec.Body); err != nil {
-		return fmt.Errorf("store: read idempotency key: %w", err)
-	}
-	rec.Done, rec.Status, rec.ContentType = status.Valid, int(status.Int64), ctype.String
-	c.rec = rec
-	return nil
-}
-
-// keySave stores a claimed key's response (see SaveIdempotentResponse).
-type keySave struct {
-	brandID     int64
-	key         string
-	lockedUntil int64 // the claim's: a key taken over since is not touched
-	status      int
-	contentType string
-	body        []byte
-}
-
-// saveResponses stores the batch's responses, a prepared UPDATE each (one
-// UPDATE … FROM (VALUES …) measured far slower: SQLite scanned the table).
-func saveResponses(ctx context.Context, tx *Tx, batch []*groupOp) error {
-	for _, op := range inKeyOrder(batch, func(op *groupOp) (int64, string, bool) {
-		if v := op.save; v != nil {
-			return v.brandID, v.key, true
-		}
-		return 0, "", false
-	}) {
-		v := op.save
-		if _, err := tx.exec(ctx, qSaveKey, v.status, v.contentType, v.body, v.brandID, v.key, v.lockedUntil); err != nil {
-			return fmt.Errorf("store: save idempotent response: %w", err)
-		}
-	}
-	return nil
-}
-
-// inKeyOrder returns the ops of batch that key picks, ordered by brand and
-// key. Groups commit side by side on PostgreSQL, and each locks the key
-// rows it writes until it commits: taken in one order, two groups with the
-// same keys wait for each other instead of deadlocking (seen in tests as
-// claims of the same keys in opposite orders, found by PostgreSQL after a
-// second and run again).
-func inKeyOrder(batch []*groupOp, key func(*groupOp) (int64, string, bool)) []*groupOp {
-	type keyed struct {
-		op    *groupOp
-		brand int64
-		key   string
-	}
-	var ops []keyed
-	for _, op := range batch {
-		if b, k, ok := key(op); ok {
-			ops = append(ops, keyed{op, b, k})
-		}
-	}
-	slices.SortStableFunc(ops, func(a, b keyed) int {
-		return cmp.Or(cmp.Compare(a.brand, b.brand), strings.Compare(a.key, b.key))
-	})
-	out := make([]*groupOp, len(ops))
-	for i, o := range ops {
-		out[i] = o.op
-	}
-	return out
-}
-
-// The idempotency statements.
+// The idempotency statements. A key is held by the request that stored
+// it until it expires, or, while it has no answer, until locked_until.
 const (
-	qClaimKey = `INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (brand_id, idem_key) DO UPDATE SET request_hash = excluded.request_hash,
-				locked_until = excluded.locked_until, status = NULL, content_type = NULL, body = NULL,
-				created_at = excluded.created_at, expires_at = excluded.expires_at
-			WHERE idempotency_keys.expires_at <= ? OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= ?)`
-	qReadKey = `SELECT request_hash, status, content_type, body FROM idempotency_keys
-			WHERE brand_id = ? AND idem_key = ?`
-	qClaimNewKey = `INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (brand_id, idem_key) DO NOTHING`
-	qSaveKey = `UPDATE idempotency_keys SET status = ?, content_type = ?, body = ?, locked_until = NULL
-		WHERE brand_id = ? AND idem_key = ? AND locked_until = ? AND status IS NULL`
-	qReleaseKey = `DELETE FROM idempotency_keys WHERE brand_id = ? AND idem_key = ? AND locked_until = ? AND status IS NULL`
+	qReadKey = `SELECT request_hash, status, content_type, body, locked_until, expires_at
+		FROM idempotency_keys WHERE brand_id = ? AND idem_key = ?`
+	// qStoreKey stores a key with its answer, or as a claim without one
+	// (status NULL). It takes over a key nobody holds any more, and fills
+	// in the request's own claim (no answer yet, its locked_until and hash).
+	qStoreKey = `INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until,
+			status, content_type, body, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (brand_id, idem_key) DO UPDATE SET request_hash = excluded.request_hash,
+			locked_until = excluded.locked_until, status = excluded.status,
+			content_type = excluded.content_type, body = excluded.body,
+			created_at = excluded.created_at, expires_at = excluded.expires_at
+		WHERE idempotency_keys.expires_at <= ? OR (idempotency_keys.status IS NULL
+			AND (idempotency_keys.locked_until <= ?
+				OR (idempotency_keys.locked_until = ? AND idempotency_keys.request_hash = excluded.request_hash)))`
+	qReleaseKey = `DELETE FROM idempotency_keys
+		WHERE brand_id = ? AND idem_key = ? AND locked_until = ? AND request_hash = ? AND status IS NULL`
 )
 
-// ClaimIdempotencyKey takes the brand's key for a request whose method,
-// target and body hash to hash, until lockedUntil (the request's deadline).
-// It returns nil when the key is now this request's to run, or the record
-// as it stands when another request holds or held it. A key whose record
-// expired, or whose holder died without answering, is taken over.
-func (db *DB) ClaimIdempotencyKey(ctx context.Context, brandID int64, key string, hash []byte, lockedUntil, expires time.Time) (*parley.IdempotencyRecord, error) {
-	c := &keyClaim{brandID: brandID, key: key, hash: hash, lockedUntil: micros(lockedUntil), expires: micros(expires)}
-	if err := db.inGroup(ctx, &groupOp{claim: c}); err != nil {
+// errKeyRace fails a transaction that found a key free and then could
+// not store it: a transaction beside it (another committer on PostgreSQL)
+// stored it meanwhile. Run again, the check sees that key.
+var errKeyRace = errors.New("store: idempotency key stored by a concurrent transaction")
+
+// Answer names result as the outcome of the request whose write is running
+// in tx. When the request carries an Idempotency-Key, its answer is stored
+// with the change, in the same commit (D13). Call it once the result is
+// complete, or will be by the end of the write: it is rendered then.
+func (tx *Tx) Answer(result any) { tx.result = result }
+
+// checkKey fails with *parley.KeyTaken when another request holds kw's
+// key, so the write must not run. A nil kw passes.
+func (tx *Tx) checkKey(ctx context.Context, kw *parley.KeyedWrite) error {
+	if kw == nil {
+		return nil
+	}
+	rec, held, err := tx.readKey(ctx, kw.BrandID, kw.Key)
+	if err != nil || !held {
+		return err
+	}
+	return &parley.KeyTaken{Record: *rec}
+}
+
+// storeKey stores kw's key for the request whose write just ran in tx,
+// with its answer when the write named its result (Answer) and kw can
+// render it, else as a claim that the request's answer fills in later.
+// It returns the answer stored. A nil kw stores nothing.
+func (tx *Tx) storeKey(ctx context.Context, kw *parley.KeyedWrite) (*parley.Answer, error) {
+	if kw == nil {
+		return nil, nil
+	}
+	var a *parley.Answer
+	if tx.result != nil && kw.Encode != nil {
+		enc, err := kw.Encode(tx.result)
+		if err != nil {
+			return nil, fmt.Errorf("store: idempotent answer: %w", err)
+		}
+		a = &enc
+	}
+	stored, err := tx.putKey(ctx, kw, a)
+	if err == nil && !stored {
+		err = errKeyRace
+	}
+	if err != nil {
 		return nil, err
 	}
-	return c.rec, nil
+	return a, nil
 }
 
-// SaveIdempotentResponse stores the response of the request that claimed
-// the key until lockedUntil; if another request has taken the key over
-// since, it changes nothing.
-func (db *DB) SaveIdempotentResponse(ctx context.Context, brandID int64, key string, lockedUntil time.Time, status int, contentType string, body []byte) error {
-	return db.inGroup(ctx, &groupOp{save: &keySave{brandID: brandID, key: key, lockedUntil: micros(lockedUntil),
-		status: status, contentType: contentType, body: body}})
+// putKey runs qStoreKey for kw with answer a (nil: a claim), and reports
+// whether it stored it; false when another request holds the key.
+func (tx *Tx) putKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answer) (bool, error) {
+	lockedUntil := sql.NullInt64{Int64: micros(kw.LockedUntil), Valid: a == nil}
+	var status sql.NullInt64
+	var ctype sql.NullString
+	var body []byte
+	if a != nil {
+		status = sql.NullInt64{Int64: int64(a.Status), Valid: true}
+		ctype = sql.NullString{String: a.ContentType, Valid: true}
+		body = a.Body
+	}
+	at := micros(tx.now)
+	res, err := tx.exec(ctx, qStoreKey, kw.BrandID, kw.Key, kw.Hash, lockedUntil, status, ctype, body,
+		at, micros(kw.Expires), at, at, micros(kw.LockedUntil))
+	if err != nil {
+		return false, fmt.Errorf("store: store idempotency key: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
-// ReleaseIdempotencyKey forgets a claimed key whose request ended without
-// an answer worth replaying, so the client may try again with it.
-func (db *DB) ReleaseIdempotencyKey(ctx context.Context, brandID int64, key string, lockedUntil time.Time) error {
+// readKey returns the brand's key as stored and whether a request still
+// holds it; nil when there is no such key.
+func (tx *Tx) readKey(ctx context.Context, brandID int64, key string) (*parley.IdempotencyRecord, bool, error) {
+	var (
+		rec         parley.IdempotencyRecord
+		status      sql.NullInt64
+		ctype       sql.NullString
+		body        []byte
+		lockedUntil sql.NullInt64
+		expiresAt   int64
+	)
+	err := tx.queryRow(ctx, qReadKey, brandID, key).Scan(&rec.RequestHash, &status, &ctype, &body, &lockedUntil, &expiresAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("store: read idempotency key: %w", err)
+	}
+	at := micros(tx.now)
+	if status.Valid {
+		rec.Answer = &parley.Answer{Status: int(status.Int64), ContentType: ctype.String, Body: body}
+	}
+	held := expiresAt > at && (status.Valid || lockedUntil.Int64 > at)
+	return &rec, held, nil
+}
+
+// StoreIdempotentAnswer keeps a as the answer to kw's request when no
+// transaction of the request stored one: a refusal that wrote nothing, or
+// a write that stored only its claim. When another request holds or held
+// the key, it changes nothing and returns the key as stored: that is the
+// answer the request must give instead.
+func (db *DB) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, a parley.Answer) (*parley.IdempotencyRecord, error) {
+	var rec *parley.IdempotencyRecord
+	err := db.inGroup(ctx, &groupOp{fn: func(ctx context.Context, tx *Tx) error {
+		stored, err := tx.putKey(ctx, kw, &a)
+		if err != nil || stored {
+			rec = nil
+			return err
+		}
+		rec, _, err = tx.readKey(ctx, kw.BrandID, kw.Key)
+		if err == nil && rec == nil {
+			err = errKeyRace // deleted between the two statements: run again
+		}
+		return err
+	}})
+	return rec, err
+}
+
+// ReleaseIdempotencyKey forgets the claim kw's request committed without
+// an answer, so a retry with the key runs again; a key taken over since is
+// left alone.
+func (db *DB) ReleaseIdempotencyKey(ctx context.Context, kw *parley.KeyedWrite) error {
 	return db.inGroup(ctx, &groupOp{fn: func(ctx context.Context, tx *Tx) error {
-		_, err := tx.exec(ctx, qReleaseKey, brandID, key, micros(lockedUntil))
+		_, err := tx.exec(ctx, qReleaseKey, kw.BrandID, kw.Key, micros(kw.LockedUntil), kw.Hash)
 		if err != nil {
 			return fmt.Errorf("store: release idempotency key: %w", err)
 		}

@@ -79,96 +79,276 @@ func TestSignedWriteOnce(t *testing.T) {
 	}
 }
 
-// TestIdempotencyClaim: a key is claimed once; a holder that died frees it
-// after its lock, and an expired key can be claimed anew (D13).
-func TestIdempotencyClaim(t *testing.T) {
+// keyedWrite is request hash's Idempotency-Key of brand, rendering a
+// result as its %v.
+func keyedWrite(brand int64, key, hash string, now time.Time) *parley.KeyedWrite {
+	return &parley.KeyedWrite{BrandID: brand, Key: key, Hash: []byte(hash),
+		LockedUntil: now.Add(30 * time.Second), Expires: now.Add(24 * time.Hour),
+		Encode: func(v any) (parley.Answer, error) {
+			return parley.Answer{Status: 201, ContentType: "text/plain", Body: []byte(fmt.Sprint(v))}, nil
+		}}
+}
+
+// fieldWrite returns a write that creates a custom field of brand, named
+// for the number of fields it has written so far.
+func fieldWrite(brand int64) func(ctx context.Context, tx *store.Tx) error {
+	var n atomic.Int64
+	return func(ctx context.Context, tx *store.Tx) error {
+		name := fmt.Sprint("field", n.Add(1))
+		return tx.CreateCustomField(ctx, &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
+	}
+}
+
+func countFields(t *testing.T, db *store.DB, brand int64) int {
+	t.Helper()
+	fields, err := db.ListCustomFields(t.Context(), brand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fields)
+}
+
+// TestKeyedWrite: a keyed request's write claims the key in its own
+// transaction and stores the answer it names in the same commit; a write
+// of another request with the key does not run and learns the key as
+// stored; a write that fails leaves the key free (D13). Alone (WithTx) and
+// grouped (WithGroupTx) alike.
+func TestKeyedWrite(t *testing.T) {
+	for _, grouped := range []bool{false, true} {
+		t.Run(fmt.Sprint("grouped=", grouped), func(t *testing.T) {
+			db := mustOpenDB(t)
+			brand := mustBrand(t, db)
+			ctx := t.Context()
+			now := time.Now().Truncate(time.Microsecond)
+			db.Now = func() time.Time { return now }
+			field := fieldWrite(brand)
+			write := func(kw *parley.KeyedWrite, result any, fail error) error {
+				fn := func(ctx context.Context, tx *store.Tx) error {
+					if err := field(ctx, tx); err != nil {
+						return err
+					}
+					if result != nil {
+						tx.Answer(result)
+					}
+					return fail
+				}
+				kctx := parley.NewContextWithKeyedWrite(ctx, kw)
+				if grouped {
+					return db.WithGroupTx(kctx, fn)
+				}
+				return db.WithTx(kctx, func(tx *store.Tx) error { return fn(kctx, tx) })
+			}
+
+			kw := keyedWrite(brand, "k", "request-1", now)
+			if err := write(kw, "one", errors.New("refused")); err == nil || kw.Claimed() {
+				t.Fatalf("a failed write: %v, claimed %v; want the key left free", err, kw.Claimed())
+			}
+			if err := write(kw, "one", nil); err != nil {
+				t.Fatal(err)
+			}
+			if a := kw.Stored(); !kw.Claimed() || a == nil || a.Status != 201 || a.ContentType != "text/plain" || string(a.Body) != "one" {
+				t.Fatalf("after the write: claimed %v, stored %+v; want the answer one", kw.Claimed(), a)
+			}
+			if got := countFields(t, db, brand); got != 1 {
+				t.Fatalf("%d fields, want the write's one", got)
+			}
+
+			// Another request with the key: its write does not run.
+			other := keyedWrite(brand, "k", "request-2", now)
+			err := write(other, "two", nil)
+			var taken *parley.KeyTaken
+			if !errors.As(err, &taken) {
+				t.Fatalf("another request's write: %v, want *parley.KeyTaken", err)
+			}
+			if rec := taken.Record; string(rec.RequestHash) != "request-1" || rec.Answer == nil || string(rec.Answer.Body) != "one" {
+				t.Errorf("the key as stored: %s %+v, want request-1's answer one", rec.RequestHash, rec.Answer)
+			}
+			if other.Claimed() || countFields(t, db, brand) != 1 {
+				t.Error("a write refused for its key changed something")
+			}
+			// The same key of another brand is another key.
+			if err := write(keyedWrite(mustBrand(t, db), "k", "request-3", now), "three", nil); err != nil {
+				t.Errorf("another brand's key: %v", err)
+			}
+		})
+	}
+}
+
+// TestKeyedWriteClaim: a write that names no result claims its key: other
+// requests find it running until the request stores its answer or
+// releases the claim, or the claim's lock passes. A stored answer holds
+// the key until it expires. Storing an answer for a key another request
+// holds changes nothing and returns that request's record (D13).
+func TestKeyedWriteClaim(t *testing.T) {
 	db := mustOpenDB(t)
 	brand := mustBrand(t, db)
 	ctx := t.Context()
 	now := time.Now().Truncate(time.Microsecond)
 	db.Now = func() time.Time { return now }
-	hash := []byte("request-1")
-	lock, exp := now.Add(20*time.Second), now.Add(24*time.Hour)
+	field := fieldWrite(brand)
+	write := func(kw *parley.KeyedWrite) error {
+		return db.WithGroupTx(parley.NewContextWithKeyedWrite(ctx, kw), field)
+	}
+	taken := func(err error) *parley.IdempotencyRecord {
+		t.Helper()
+		var kt *parley.KeyTaken
+		if !errors.As(err, &kt) {
+			t.Fatalf("%v, want *parley.KeyTaken", err)
+		}
+		return &kt.Record
+	}
 
-	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", hash, lock, exp); err != nil || rec != nil {
-		t.Fatalf("first claim: %+v %v, want it claimed", rec, err)
+	first := keyedWrite(brand, "k", "request-1", now)
+	if err := write(first); err != nil || !first.Claimed() || first.Stored() != nil {
+		t.Fatalf("a write without a result: %v, claimed %v, stored %v; want a claim", err, first.Claimed(), first.Stored())
 	}
-	rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", []byte("request-2"), lock, exp)
-	if err != nil || rec == nil || rec.Done || string(rec.RequestHash) != "request-1" {
-		t.Fatalf("second claim while running: %+v %v", rec, err)
+	if rec := taken(write(keyedWrite(brand, "k", "request-1", now))); rec.Answer != nil {
+		t.Fatalf("a repeat while the first runs: %+v, want the key running", rec.Answer)
 	}
-	// The holder died: after its lock the key is free again.
-	now = now.Add(21 * time.Second)
-	lock2 := now.Add(20 * time.Second)
-	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", hash, lock2, exp); err != nil || rec != nil {
-		t.Fatalf("claim after the holder's lock: %+v %v, want it claimed", rec, err)
+	// Another request's answer does not take the key.
+	if rec, err := db.StoreIdempotentAnswer(ctx, keyedWrite(brand, "k", "request-2", now), parley.Answer{Status: 422}); err != nil || rec == nil || string(rec.RequestHash) != "request-1" {
+		t.Fatalf("another request's answer: %+v %v, want request-1's key back", rec, err)
 	}
-	// The first holder's late answer must not end the second's claim.
-	if err := db.SaveIdempotentResponse(ctx, brand, "k", lock, 500, "text/plain", []byte("late")); err != nil {
+	// The holder dies: after its lock the key is free again.
+	now = now.Add(31 * time.Second)
+	second := keyedWrite(brand, "k", "request-1", now)
+	if err := write(second); err != nil || !second.Claimed() {
+		t.Fatalf("a write after the holder's lock: %v, want the key taken over", err)
+	}
+	// The first holder's late release or answer must not touch the second's claim.
+	if err := db.ReleaseIdempotencyKey(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ReleaseIdempotencyKey(ctx, brand, "k", lock); err != nil {
-		t.Fatal(err)
+	if rec, err := db.StoreIdempotentAnswer(ctx, first, parley.Answer{Status: 500}); err != nil || rec == nil || rec.Answer != nil {
+		t.Fatalf("the first holder's late answer: %+v %v, want the second's claim, running", rec, err)
 	}
-	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", hash, lock2, exp); err != nil || rec == nil || rec.Done {
-		t.Fatalf("after a stale save and release: %+v %v, want the second claim still running", rec, err)
-	}
-	if err := db.SaveIdempotentResponse(ctx, brand, "k", lock2, 201, "application/json", []byte(`{"id":1}`)); err != nil {
-		t.Fatal(err)
+	if rec, err := db.StoreIdempotentAnswer(ctx, second, parley.Answer{Status: 200, ContentType: "application/json", Body: []byte("{}")}); err != nil || rec != nil {
+		t.Fatalf("the holder's answer: %+v %v, want it stored", rec, err)
 	}
 	// Done: never taken over, however long it has been, until it expires.
 	now = now.Add(23 * time.Hour)
-	rec, err = db.ClaimIdempotencyKey(ctx, brand, "k", hash, now.Add(20*time.Second), now.Add(24*time.Hour))
-	if err != nil || rec == nil || !rec.Done || rec.Status != 201 || string(rec.Body) != `{"id":1}` || rec.ContentType != "application/json" {
-		t.Fatalf("claim of a done key: %+v %v", rec, err)
+	if rec := taken(write(keyedWrite(brand, "k", "request-1", now))); rec.Answer == nil || rec.Answer.Status != 200 || string(rec.Answer.Body) != "{}" {
+		t.Fatalf("a repeat of a done request: %+v, want its answer", rec.Answer)
 	}
-	now = exp
-	lock3 := now.Add(20 * time.Second)
-	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", []byte("request-3"), lock3, now.Add(24*time.Hour)); err != nil || rec != nil {
-		t.Fatalf("claim after expiry: %+v %v, want it claimed", rec, err)
+	now = now.Add(time.Hour)
+	third := keyedWrite(brand, "k", "request-3", now)
+	if err := write(third); err != nil || !third.Claimed() {
+		t.Fatalf("a write after expiry: %v, want the key taken anew", err)
 	}
 	// Release forgets a claim that has no answer, so a retry runs.
-	if err := db.ReleaseIdempotencyKey(ctx, brand, "k", lock3); err != nil {
+	if err := db.ReleaseIdempotencyKey(ctx, third); err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := db.ClaimIdempotencyKey(ctx, brand, "k", hash, now.Add(20*time.Second), now.Add(24*time.Hour)); err != nil || rec != nil {
-		t.Fatalf("claim after release: %+v %v", rec, err)
+	if err := write(keyedWrite(brand, "k", "request-3", now)); err != nil {
+		t.Fatalf("a retry after the release: %v", err)
+	}
+	if got := countFields(t, db, brand); got != 4 {
+		t.Errorf("%d fields, want the 4 writes that held the key", got)
 	}
 }
 
-// TestIdempotencyClaimRace: claims racing for one key — likely in one
-// group commit — leave exactly one holder; the others see it running.
-func TestIdempotencyClaimRace(t *testing.T) {
+// TestKeyedWriteSameGroup: two requests with one key queued in one group
+// commit: one runs, the other does not and learns its answer (D13).
+func TestKeyedWriteSameGroup(t *testing.T) {
 	db := mustOpenDB(t)
 	brand := mustBrand(t, db)
-	ctx := t.Context()
-	now := time.Now().Truncate(time.Microsecond)
-	var claimed, running atomic.Int64
+	now := time.Now()
+	field := fieldWrite(brand)
+	var ran atomic.Int64
+	_, errs := groupOfWritesCtx(t, db, 2, func(i int) context.Context {
+		return parley.NewContextWithKeyedWrite(t.Context(), keyedWrite(brand, "same", "request", now))
+	}, func(i int, tx *store.Tx) error {
+		ran.Add(1)
+		tx.Answer(fmt.Sprint("answer of ", i))
+		return field(t.Context(), tx)
+	})
+	var taken *parley.KeyTaken
+	for i, err := range errs {
+		if err != nil && !errors.As(err, &taken) {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if taken == nil || ran.Load() != 1 || countFields(t, db, brand) != 1 {
+		t.Fatalf("outcomes %v, %d ran; want one to run and the other to find the key taken", errs, ran.Load())
+	}
+	if a := taken.Record.Answer; a == nil || !strings.HasPrefix(string(a.Body), "answer of ") {
+		t.Errorf("the key as the refused write saw it: %+v, want the other's answer", a)
+	}
+}
+
+// TestKeyedWriteRace: writes racing with a few keys — in shared groups,
+// on PostgreSQL beside each other too — run once per key; every other
+// write finds its key's answer (D13).
+func TestKeyedWriteRace(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	now := time.Now()
+	field := fieldWrite(brand)
+	var ran, refused atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 40 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			key := fmt.Sprint("k", i%4)
-			rec, err := db.ClaimIdempotencyKey(ctx, brand, key, []byte("h"), now.Add(time.Minute), now.Add(time.Hour))
+			ctx := parley.NewContextWithKeyedWrite(t.Context(), keyedWrite(brand, key, "request", now))
+			err := db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+				tx.Answer(key)
+				return field(ctx, tx)
+			})
+			var taken *parley.KeyTaken
 			switch {
-			case err != nil:
+			case err == nil:
+				ran.Add(1)
+			case !errors.As(err, &taken):
 				t.Error(err)
-			case rec == nil:
-				claimed.Add(1)
-				if err := db.SaveIdempotentResponse(ctx, brand, key, now.Add(time.Minute), 201, "application/json", []byte(key)); err != nil {
-					t.Error(err)
-				}
-			case !rec.Done || string(rec.Body) == key:
-				running.Add(1)
+			case taken.Record.Answer == nil || string(taken.Record.Answer.Body) != key:
+				t.Errorf("key %s holds the answer %+v", key, taken.Record.Answer)
 			default:
-				t.Errorf("key %s holds another key's response %q", key, rec.Body)
+				refused.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	if claimed.Load() != 4 || running.Load() != 36 {
-		t.Errorf("%d claimed, %d saw it taken; want 4 and 36", claimed.Load(), running.Load())
+	if ran.Load() != 4 || refused.Load() != 36 || countFields(t, db, brand) != 4 {
+		t.Errorf("%d ran, %d refused, %d fields; want 4, 36 and 4", ran.Load(), refused.Load(), countFields(t, db, brand))
+	}
+}
+
+// TestKeyedWriteStoredBeside: two transactions that both found a key free
+// (two committers on PostgreSQL): the one that stores it second is run
+// again, finds it taken, and so changes nothing (D13).
+func TestKeyedWriteStoredBeside(t *testing.T) {
+	if apitest.Engine() != "postgres" {
+		t.Skip("transactions side by side (PostgreSQL); SQLite has one writer")
+	}
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	now := time.Now()
+	field := fieldWrite(brand)
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	var runs atomic.Int64
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			ctx := parley.NewContextWithKeyedWrite(t.Context(), keyedWrite(brand, "beside", "request", now))
+			errs[i] = db.WithTx(ctx, func(tx *store.Tx) error {
+				if runs.Add(1) <= 2 {
+					arrived.Done()
+					arrived.Wait() // both have checked the key and found it free
+				}
+				tx.Answer(i)
+				return field(ctx, tx)
+			})
+		})
+	}
+	wg.Wait()
+	var taken *parley.KeyTaken
+	if (errs[0] == nil) == (errs[1] == nil) || !errors.As(cmp.Or(errs[0], errs[1]), &taken) {
+		t.Fatalf("outcomes %v; want one to commit and the other to find the key taken", errs)
+	}
+	if runs.Load() != 2 || countFields(t, db, brand) != 1 {
+		t.Errorf("%d runs, %d fields; want the second run refused before its write, one field", runs.Load(), countFields(t, db, brand))
 	}
 }
 
@@ -179,21 +359,23 @@ func TestInsertUserGrouped(t *testing.T) {
 	db := mustOpenDB(t)
 	brand := mustBrand(t, db)
 	exp := time.Now().Add(time.Minute)
+	insert := func(sig, phone string) error {
+		ctx := parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: []byte(sig), Expires: exp})
+		return db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+			return tx.InsertUser(ctx, &parley.User{BrandID: brand, PhoneNumber: phone})
+		})
+	}
 	var created, dups, replays atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 60 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			// 20 numbers, each sent three times: twice as copies of one
 			// signed request, once as another request.
 			sig := fmt.Sprint("sig-", i%20)
 			if i >= 40 {
 				sig = fmt.Sprint("other-", i)
 			}
-			ctx := parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: []byte(sig), Expires: exp})
-			err := db.InsertUser(ctx, &parley.User{BrandID: brand, PhoneNumber: fmt.Sprintf("+1415555%04d", i%20)})
-			switch {
+			switch err := insert(sig, fmt.Sprintf("+1415555%04d", i%20)); {
 			case err == nil:
 				created.Add(1)
 			case errors.Is(err, parley.ErrReplayed):
@@ -203,7 +385,7 @@ func TestInsertUserGrouped(t *testing.T) {
 			default:
 				t.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if created.Load() != 20 || replays.Load()+dups.Load() != 40 {
@@ -219,10 +401,6 @@ func TestInsertUserGrouped(t *testing.T) {
 	// One after another: a copy of a create is a replay; a copy of a
 	// create refused as a duplicate changed nothing, so it is refused the
 	// same way again.
-	insert := func(sig, phone string) error {
-		ctx := parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: []byte(sig), Expires: exp})
-		return db.InsertUser(ctx, &parley.User{BrandID: brand, PhoneNumber: phone})
-	}
 	if err := insert("a", "+14155559001"); err != nil {
 		t.Fatal(err)
 	}

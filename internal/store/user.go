@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/parleyhq/parley"
 )
@@ -27,7 +26,8 @@ const (
 	qInsertUser  = `INSERT INTO users (brand_id, phone_number, first_name, last_name, email_address,
 	date_of_birth, messaging_consent, postal_code, city, county, state, state_code, custom_data,
 	channel, is_deleted, date_created, date_last_updated)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (brand_id, phone_number) WHERE is_deleted = FALSE DO NOTHING RETURNING id`
 	qUpdateUser = `UPDATE users SET first_name = ?, last_name = ?, email_address = ?, date_of_birth = ?,
 	messaging_consent = ?, postal_code = ?, city = ?, county = ?, state = ?, state_code = ?,
 	custom_data = ?, is_deleted = ?, date_last_updated = ?
@@ -67,56 +67,24 @@ func (tx *Tx) FindUserByPhone(ctx context.Context, brandID int64, phone string) 
 }
 
 // InsertUser stores u and sets its ID. A live user of the brand with the
-// same number answers EDuplicate (D5).
+// same number fails the write with EDuplicate, as Unchanged: the insert
+// takes the number only if it is free, so the other writes of a group
+// commit are not undone with it (D5).
 func (tx *Tx) InsertUser(ctx context.Context, u *parley.User) error {
-	return tx.insertUser(ctx, qInsertUser, u)
-}
-
-// InsertUser is Tx.InsertUser outside a transaction of the caller's, dated
-// with the database clock. Creates that arrive together share one
-// transaction (with their requests' replay records): a create costs a
-// fraction of a commit — of SQLite's single writer, of PostgreSQL's fsync.
-func (db *DB) InsertUser(ctx context.Context, u *parley.User) error {
-	return db.inGroup(ctx, &groupOp{user: &userInsert{u: u}, signed: unrecorded(ctx)})
-}
-
-// userInsert is one create in a group commit.
-type userInsert struct {
-	u *parley.User
-}
-
-// qInsertUserIfFree is qInsertUser that answers no row, instead of failing
-// the shared transaction, when the number is taken.
-var qInsertUserIfFree = strings.Replace(qInsertUser, " RETURNING id",
-	" ON CONFLICT (brand_id, phone_number) WHERE is_deleted = FALSE DO NOTHING RETURNING id", 1)
-
-// insert runs one grouped create. Its outcome for the request (a
-// duplicate) comes back as failed; err is a failure of the transaction.
-func (w *userInsert) insert(ctx context.Context, tx *Tx) (failed, err error) {
-	w.u.DateCreated, w.u.DateLastUpdated = parley.Time{Time: tx.now}, parley.Time{Time: tx.now}
-	err = tx.insertUser(ctx, qInsertUserIfFree, w.u)
-	if errors.Is(err, sql.ErrNoRows) {
-		return parley.Errorf(parley.EDuplicate, "Duplicate entry for '%s'", w.u.PhoneNumber), nil
-	}
-	return nil, err
-}
-
-// insertUser runs query, qInsertUser or qInsertUserIfFree, for u.
-func (tx *Tx) insertUser(ctx context.Context, query string, u *parley.User) error {
 	loc := u.Location
 	if loc == nil {
 		loc = &parley.Location{}
 	}
-	row := tx.queryRow(ctx, query, u.BrandID, u.PhoneNumber,
+	row := tx.queryRow(ctx, qInsertUser, u.BrandID, u.PhoneNumber,
 		toNullString(u.FirstName), toNullString(u.LastName), toNullString(u.EmailAddress),
 		toNullString(u.DateOfBirth), toNullBool(u.MessagingConsent),
 		toNullString(loc.PostalCode), toNullString(loc.City), toNullString(loc.County),
 		toNullString(loc.State), toNullString(loc.StateCode), nullJSON(u.CustomData),
 		toNullString(u.Channel), u.IsDeleted, micros(u.DateCreated.Time), micros(u.DateLastUpdated.Time))
-	if err := row.Scan(&u.ID); err != nil {
-		if isUniqueViolation(err) {
-			return parley.Errorf(parley.EDuplicate, "Duplicate entry for '%s'", u.PhoneNumber)
-		}
+	switch err := row.Scan(&u.ID); {
+	case errors.Is(err, sql.ErrNoRows):
+		return Unchanged(parley.Errorf(parley.EDuplicate, "Duplicate entry for '%s'", u.PhoneNumber))
+	case err != nil:
 		return fmt.Errorf("store: insert user: %w", err)
 	}
 	return nil

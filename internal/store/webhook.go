@@ -179,30 +179,6 @@ func (db *DB) listWebhooks(ctx context.Context, tx *Tx, brandID int64, enabledOn
 	return out, rows.Err()
 }
 
-// SubscribedTypes returns the event_types of each enabled endpoint of the
-// brand: the check a change makes before it decides whether to write an
-// event, on the hot path, so it is one query reading one column.
-func (db *DB) SubscribedTypes(ctx context.Context, brandID int64) ([][]string, error) {
-	rows, err := db.query(ctx, `SELECT event_types FROM webhook_endpoints WHERE brand_id = ? AND disabled = FALSE`, brandID)
-	if err != nil {
-		return nil, fmt.Errorf("store: subscribed types: %w", err)
-	}
-	defer rows.Close()
-	var out [][]string
-	for rows.Next() {
-		var raw string
-		if err := rows.Scan(&raw); err != nil {
-			return nil, err
-		}
-		var types []string
-		if err := json.Unmarshal([]byte(raw), &types); err != nil {
-			return nil, fmt.Errorf("store: event types: %w", err)
-		}
-		out = append(out, types)
-	}
-	return out, rows.Err()
-}
-
 // DeleteWebhook removes an endpoint and its delivery log.
 func (tx *Tx) DeleteWebhook(ctx context.Context, brandID, id int64) error {
 	tx.hooks = nil

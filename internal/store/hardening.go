@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -303,8 +304,9 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 	return replayed, rows.Err()
 }
 
-// runGroupOps records the batch's signatures, then runs its writes in
-// order. A replayed write does not run.
+// runGroupOps records the batch's signatures and checks its keys, runs
+// its writes in order, then stores their keys. A write refused by its
+// signature or key does not run.
 func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	for _, op := range batch {
 		op.failed, op.answer = nil, nil
@@ -316,6 +318,9 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	for op := range replayed {
 		op.failed = parley.ErrReplayed
 	}
+	if err := checkKeys(ctx, tx, batch); err != nil {
+		return err
+	}
 	for _, op := range batch {
 		if op.failed != nil {
 			continue
@@ -324,21 +329,12 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 			return err
 		}
 	}
-	return nil
+	return storeKeys(ctx, tx, batch)
 }
 
-// run runs the op's write between the check of its key and the key's
-// storing (D13). A write that fails without changing anything — its key
-// taken, or Unchanged — fails alone.
+// run runs the op's write and renders the answer it names. A write that
+// fails without changing anything (Unchanged) fails alone.
 func (op *groupOp) run(ctx context.Context, tx *Tx) error {
-	var taken *parley.KeyTaken
-	switch err := tx.checkKey(ctx, op.keyed); {
-	case errors.As(err, &taken):
-		op.failed = err
-		return op.forgetIfFailed(ctx, tx)
-	case err != nil:
-		return err
-	}
 	tx.result = nil
 	err := op.fn(ctx, tx)
 	var u unchanged
@@ -349,7 +345,7 @@ func (op *groupOp) run(ctx context.Context, tx *Tx) error {
 	case err != nil:
 		return err
 	}
-	op.answer, err = tx.storeKey(ctx, op.keyed)
+	op.answer, err = tx.render(op.keyed)
 	return err
 }
 
@@ -370,20 +366,22 @@ func (op *groupOp) forgetIfFailed(ctx context.Context, tx *Tx) error {
 // The idempotency statements. A key is held by the request that stored
 // it until it expires, or, while it has no answer, until locked_until.
 const (
-	qReadKey = `SELECT request_hash, status, content_type, body, locked_until, expires_at
-		FROM idempotency_keys WHERE brand_id = ? AND idem_key = ?`
-	// qStoreKey stores a key with its answer, or as a claim without one
-	// (status NULL). It takes over a key nobody holds any more, and fills
-	// in the request's own claim (no answer yet, its locked_until and hash).
-	qStoreKey = `INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until,
-			status, content_type, body, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (brand_id, idem_key) DO UPDATE SET request_hash = excluded.request_hash,
+	keyColumns = `request_hash, status, content_type, body, locked_until, expires_at`
+	qReadKey   = `SELECT ` + keyColumns + ` FROM idempotency_keys WHERE brand_id = ? AND idem_key = ?`
+	// qInsertKeys stores keys with their answers, or as claims without one
+	// (status NULL); qTakeOver lets it take over a key nobody holds any more.
+	qInsertKeys = `INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until,
+			status, content_type, body, created_at, expires_at) VALUES `
+	keyValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qTakeOver = ` ON CONFLICT (brand_id, idem_key) DO UPDATE SET request_hash = excluded.request_hash,
 			locked_until = excluded.locked_until, status = excluded.status,
 			content_type = excluded.content_type, body = excluded.body,
 			created_at = excluded.created_at, expires_at = excluded.expires_at
 		WHERE idempotency_keys.expires_at <= ? OR (idempotency_keys.status IS NULL
-			AND (idempotency_keys.locked_until <= ?
+			AND (idempotency_keys.locked_until <= ?`
+	// qStoreKey stores one key, and also fills in the request's own claim:
+	// no answer yet, its locked_until and its hash.
+	qStoreKey = qInsertKeys + keyValues + qTakeOver + `
 				OR (idempotency_keys.locked_until = ? AND idempotency_keys.request_hash = excluded.request_hash)))`
 	qReleaseKey = `DELETE FROM idempotency_keys
 		WHERE brand_id = ? AND idem_key = ? AND locked_until = ? AND request_hash = ? AND status IS NULL`
@@ -400,41 +398,48 @@ var errKeyRace = errors.New("store: idempotency key stored by a concurrent trans
 // complete, or will be by the end of the write: it is rendered then.
 func (tx *Tx) Answer(result any) { tx.result = result }
 
+// render renders the answer that the write just run in tx named for kw's
+// request (Answer), or returns nil: no answer, or no key.
+func (tx *Tx) render(kw *parley.KeyedWrite) (*parley.Answer, error) {
+	if kw == nil || tx.result == nil || kw.Encode == nil {
+		return nil, nil
+	}
+	a, err := kw.Encode(tx.result)
+	if err != nil {
+		return nil, fmt.Errorf("store: idempotent answer: %w", err)
+	}
+	return &a, nil
+}
+
 // checkKey fails with *parley.KeyTaken when another request holds kw's
 // key, so the write must not run. A nil kw passes.
 func (tx *Tx) checkKey(ctx context.Context, kw *parley.KeyedWrite) error {
 	if kw == nil {
 		return nil
 	}
-	rec, held, err := tx.readKey(ctx, kw.BrandID, kw.Key)
-	if err != nil || !held {
-		return err
+	rec, held, err := scanKey(tx.queryRow(ctx, qReadKey, kw.BrandID, kw.Key).Scan, tx.now)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !held {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: read idempotency key: %w", err)
 	}
 	return &parley.KeyTaken{Record: *rec}
 }
 
 // storeKey stores kw's key for the request whose write just ran in tx,
-// with its answer when the write named its result (Answer) and kw can
-// render it, else as a claim that the request's answer fills in later.
-// It returns the answer stored. A nil kw stores nothing.
+// with the answer it named, or as a claim that the request's answer
+// fills in later. It returns the answer stored. A nil kw stores nothing.
 func (tx *Tx) storeKey(ctx context.Context, kw *parley.KeyedWrite) (*parley.Answer, error) {
-	if kw == nil {
-		return nil, nil
-	}
-	var a *parley.Answer
-	if tx.result != nil && kw.Encode != nil {
-		enc, err := kw.Encode(tx.result)
-		if err != nil {
-			return nil, fmt.Errorf("store: idempotent answer: %w", err)
-		}
-		a = &enc
-	}
-	stored, err := tx.putKey(ctx, kw, a)
-	if err == nil && !stored {
-		err = errKeyRace
-	}
-	if err != nil {
+	a, err := tx.render(kw)
+	if kw == nil || err != nil {
 		return nil, err
+	}
+	switch stored, err := tx.putKey(ctx, kw, a); {
+	case err != nil:
+		return nil, err
+	case !stored:
+		return nil, errKeyRace
 	}
 	return a, nil
 }
@@ -442,6 +447,18 @@ func (tx *Tx) storeKey(ctx context.Context, kw *parley.KeyedWrite) (*parley.Answ
 // putKey runs qStoreKey for kw with answer a (nil: a claim), and reports
 // whether it stored it; false when another request holds the key.
 func (tx *Tx) putKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answer) (bool, error) {
+	at := micros(tx.now)
+	args := append(keyArgs(nil, kw, a, at), at, at, micros(kw.LockedUntil))
+	res, err := tx.exec(ctx, qStoreKey, args...)
+	if err != nil {
+		return false, fmt.Errorf("store: store idempotency key: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// keyArgs appends the values of keyValues for kw with answer a, at at.
+func keyArgs(args []any, kw *parley.KeyedWrite, a *parley.Answer, at int64) []any {
 	lockedUntil := sql.NullInt64{Int64: micros(kw.LockedUntil), Valid: a == nil}
 	var status sql.NullInt64
 	var ctype sql.NullString
@@ -451,19 +468,12 @@ func (tx *Tx) putKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answe
 		ctype = sql.NullString{String: a.ContentType, Valid: true}
 		body = a.Body
 	}
-	at := micros(tx.now)
-	res, err := tx.exec(ctx, qStoreKey, kw.BrandID, kw.Key, kw.Hash, lockedUntil, status, ctype, body,
-		at, micros(kw.Expires), at, at, micros(kw.LockedUntil))
-	if err != nil {
-		return false, fmt.Errorf("store: store idempotency key: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return append(args, kw.BrandID, kw.Key, kw.Hash, lockedUntil, status, ctype, body, at, micros(kw.Expires))
 }
 
-// readKey returns the brand's key as stored and whether a request still
-// holds it; nil when there is no such key.
-func (tx *Tx) readKey(ctx context.Context, brandID int64, key string) (*parley.IdempotencyRecord, bool, error) {
+// scanKey scans keyColumns and reports whether a request still holds the
+// key at now.
+func scanKey(scan func(...any) error, now time.Time) (*parley.IdempotencyRecord, bool, error) {
 	var (
 		rec         parley.IdempotencyRecord
 		status      sql.NullInt64
@@ -472,19 +482,146 @@ func (tx *Tx) readKey(ctx context.Context, brandID int64, key string) (*parley.I
 		lockedUntil sql.NullInt64
 		expiresAt   int64
 	)
-	err := tx.queryRow(ctx, qReadKey, brandID, key).Scan(&rec.RequestHash, &status, &ctype, &body, &lockedUntil, &expiresAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, false, nil
+	if err := scan(&rec.RequestHash, &status, &ctype, &body, &lockedUntil, &expiresAt); err != nil {
+		return nil, false, err
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("store: read idempotency key: %w", err)
-	}
-	at := micros(tx.now)
 	if status.Valid {
 		rec.Answer = &parley.Answer{Status: int(status.Int64), ContentType: ctype.String, Body: body}
 	}
-	held := expiresAt > at && (status.Valid || lockedUntil.Int64 > at)
-	return &rec, held, nil
+	at := micros(now)
+	return &rec, expiresAt > at && (status.Valid || lockedUntil.Int64 > at), nil
+}
+
+// checkKeys checks the keys of the batch's writes before any of them runs
+// (D13). A write whose key another request holds fails with
+// *parley.KeyTaken; one with the key of a write earlier in the batch is
+// held back (errHeldBack), to run after the group and find that key there.
+// PostgreSQL reads every key with one SELECT, SQLite with a one-row
+// SELECT each (see recordSignatures).
+func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
+	type brandKey struct {
+		brand int64
+		key   string
+	}
+	var ops []*groupOp
+	first := map[brandKey]bool{}
+	for _, op := range batch {
+		kw := op.keyed
+		if kw == nil || op.failed != nil {
+			continue
+		}
+		if k := (brandKey{kw.BrandID, kw.Key}); first[k] {
+			op.failed = errHeldBack
+		} else {
+			first[k] = true
+			ops = append(ops, op)
+			if tx.db.engine == "sqlite" {
+				var taken *parley.KeyTaken
+				if err := tx.checkKey(ctx, kw); errors.As(err, &taken) {
+					op.failed = err
+				} else if err != nil {
+					return err
+				}
+			}
+		}
+		if err := op.forgetIfFailed(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if tx.db.engine == "sqlite" || len(ops) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	args := make([]any, 0, 2*len(ops))
+	q.WriteString(`SELECT brand_id, idem_key, ` + keyColumns + ` FROM idempotency_keys WHERE (brand_id, idem_key) IN (`)
+	for i, op := range ops {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?)")
+		args = append(args, op.keyed.BrandID, op.keyed.Key)
+	}
+	q.WriteString(")")
+	rows, err := tx.query(ctx, q.String(), args...)
+	if err != nil {
+		return fmt.Errorf("store: read idempotency keys: %w", err)
+	}
+	defer rows.Close()
+	held := map[brandKey]*parley.IdempotencyRecord{}
+	for rows.Next() {
+		var k brandKey
+		rec, ok, err := scanKey(func(dest ...any) error { return rows.Scan(append([]any{&k.brand, &k.key}, dest...)...) }, tx.now)
+		if err != nil {
+			return fmt.Errorf("store: read idempotency keys: %w", err)
+		}
+		if ok {
+			held[k] = rec
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: read idempotency keys: %w", err)
+	}
+	for _, op := range ops {
+		if rec := held[brandKey{op.keyed.BrandID, op.keyed.Key}]; rec != nil {
+			op.failed = &parley.KeyTaken{Record: *rec}
+			if err := op.forgetIfFailed(ctx, tx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// storeKeys stores the keys of the batch's writes that ran, each with its
+// answer or as a claim (see storeKey): one INSERT on PostgreSQL, in key
+// order so that groups committing side by side lock them in one order,
+// and one each on SQLite. A key stored meanwhile by a transaction beside
+// this one fails the group with errKeyRace: run again, its check sees it.
+func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
+	var ops []*groupOp
+	for _, op := range batch {
+		if op.keyed != nil && op.failed == nil {
+			ops = append(ops, op)
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if tx.db.engine == "sqlite" {
+		for _, op := range ops {
+			switch stored, err := tx.putKey(ctx, op.keyed, op.answer); {
+			case err != nil:
+				return err
+			case !stored:
+				return errKeyRace
+			}
+		}
+		return nil
+	}
+	slices.SortFunc(ops, func(a, b *groupOp) int {
+		return cmp.Or(cmp.Compare(a.keyed.BrandID, b.keyed.BrandID), strings.Compare(a.keyed.Key, b.keyed.Key))
+	})
+	at := micros(tx.now)
+	var q strings.Builder
+	args := make([]any, 0, 9*len(ops)+2)
+	q.WriteString(qInsertKeys)
+	for i, op := range ops {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(keyValues)
+		args = keyArgs(args, op.keyed, op.answer, at)
+	}
+	q.WriteString(qTakeOver + `))`)
+	args = append(args, at, at)
+	res, err := tx.exec(ctx, q.String(), args...)
+	if err != nil {
+		return fmt.Errorf("store: store idempotency keys: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(ops)) {
+		return cmp.Or(err, errKeyRace)
+	}
+	return nil
 }
 
 // StoreIdempotentAnswer keeps a as the answer to kw's request when no
@@ -500,8 +637,8 @@ func (db *DB) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, 
 			rec = nil
 			return err
 		}
-		rec, _, err = tx.readKey(ctx, kw.BrandID, kw.Key)
-		if err == nil && rec == nil {
+		rec, _, err = scanKey(tx.queryRow(ctx, qReadKey, kw.BrandID, kw.Key).Scan, tx.now)
+		if errors.Is(err, sql.ErrNoRows) {
 			err = errKeyRace // deleted between the two statements: run again
 		}
 		return err

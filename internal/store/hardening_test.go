@@ -248,7 +248,8 @@ func TestKeyedWriteClaim(t *testing.T) {
 }
 
 // TestKeyedWriteSameGroup: two requests with one key queued in one group
-// commit: one runs, the other does not and learns its answer (D13).
+// commit: one runs, the other does not and learns its answer (D13) —
+// signed requests both, the second is not taken for a replay (D2).
 func TestKeyedWriteSameGroup(t *testing.T) {
 	db := mustOpenDB(t)
 	brand := mustBrand(t, db)
@@ -256,7 +257,8 @@ func TestKeyedWriteSameGroup(t *testing.T) {
 	field := fieldWrite(brand)
 	var ran atomic.Int64
 	_, errs := groupOfWritesCtx(t, db, 2, func(i int) context.Context {
-		return parley.NewContextWithKeyedWrite(t.Context(), keyedWrite(brand, "same", "request", now))
+		ctx := parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: []byte(fmt.Sprint("sig", i)), Expires: now.Add(time.Minute)})
+		return parley.NewContextWithKeyedWrite(ctx, keyedWrite(brand, "same", "request", now))
 	}, func(i int, tx *store.Tx) error {
 		ran.Add(1)
 		tx.Answer(fmt.Sprint("answer of ", i))
@@ -349,6 +351,65 @@ func TestKeyedWriteStoredBeside(t *testing.T) {
 	}
 	if runs.Load() != 2 || countFields(t, db, brand) != 1 {
 		t.Errorf("%d runs, %d fields; want the second run refused before its write, one field", runs.Load(), countFields(t, db, brand))
+	}
+}
+
+// TestKeyedWriteGroupsBeside: two groups committing side by side
+// (PostgreSQL's committers) that both found a key free: the one that
+// stores it second is run again, and its write with that key then finds
+// it taken and changes nothing, while the group's other write commits (D13).
+func TestKeyedWriteGroupsBeside(t *testing.T) {
+	if apitest.Engine() != "postgres" || mustOpenDB(t).Committers() < 2 {
+		t.Skip("groups side by side (PostgreSQL); SQLite has one writer")
+	}
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	now := time.Now()
+	field := fieldWrite(brand)
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	started := make(chan struct{}, 2)
+	var runs atomic.Int64
+	write := func(i int) func(context.Context, *store.Tx) error {
+		return func(ctx context.Context, tx *store.Tx) error {
+			if runs.Add(1) <= 2 {
+				started <- struct{}{}
+				arrived.Done()
+				arrived.Wait() // both groups have checked the key
+			}
+			tx.Answer(i)
+			return field(ctx, tx)
+		}
+	}
+	h := holdCommitters(t, db)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			ctx := parley.NewContextWithKeyedWrite(t.Context(), keyedWrite(brand, "beside", "request", now))
+			errs[i] = db.WithGroupTx(ctx, write(i))
+		})
+		h.queued(1)
+		if i == 1 { // an unkeyed write in the second group, which must commit
+			wg.Go(func() { errs[2] = db.WithGroupTx(t.Context(), field) })
+			h.queued(2)
+		}
+		h.releaseOne()
+		<-started
+	}
+	wg.Wait()
+	if err := h.release(); err != nil {
+		t.Fatal(err)
+	}
+	var taken *parley.KeyTaken
+	if errs[0] != nil || !errors.As(errs[1], &taken) || errs[2] != nil {
+		t.Fatalf("outcomes %v; want the first to commit, the second to find the key taken, the third to commit", errs)
+	}
+	if a := taken.Record.Answer; a == nil || string(a.Body) != "0" {
+		t.Errorf("the key as the second found it: %+v, want the first's answer", a)
+	}
+	if got := countFields(t, db, brand); got != 2 {
+		t.Errorf("%d fields, want the first write's and the unkeyed write's", got)
 	}
 }
 

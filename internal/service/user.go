@@ -153,22 +153,24 @@ func (s *Service) UpdateUser(ctx context.Context, brandID, id int64, in parley.U
 		}
 	}
 
+	// Updates that arrive together share a transaction (store.WithGroupTx);
+	// a refusal after the read changed nothing, so it fails alone.
 	var out *parley.User
-	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err = s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		u, err := tx.FindUserByID(ctx, brandID, id)
 		if errors.Is(err, store.ErrNotFound) {
-			return parley.UserNotFound(id)
+			return store.Unchanged(parley.UserNotFound(id))
 		} else if err != nil {
 			return err
 		}
 		before := *u
 		if err := s.applyFields(u, &in.UserFields); err != nil {
-			return err
+			return store.Unchanged(err)
 		}
 		switch {
 		case in.CustomData.Valid:
 			if u.CustomData, err = mergeCustomData(u.CustomData, upd, fields); err != nil {
-				return err
+				return store.Unchanged(err)
 			}
 		case in.CustomData.Set: // null clears every key (D6)
 			u.CustomData = nil
@@ -210,10 +212,10 @@ func equalBoolPtr(a, b *bool) bool {
 // DeleteUser implements parley.UserService.
 func (s *Service) DeleteUser(ctx context.Context, brandID, id int64) (*parley.User, error) {
 	var out *parley.User
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err := s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		u, err := tx.FindUserByID(ctx, brandID, id)
 		if errors.Is(err, store.ErrNotFound) {
-			return parley.UserNotFound(id)
+			return store.Unchanged(parley.UserNotFound(id))
 		} else if err != nil {
 			return err
 		}

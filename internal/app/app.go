@@ -161,7 +161,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 			a.Close()
 		}
 	}()
-	if a.DB, err = OpenDB(ctx, cfg.DB, store.Options{MaxConns: cfg.DBMaxConns, MaxReadConns: cfg.DBMaxConns}); err != nil {
+	if a.DB, err = OpenDB(ctx, cfg.DB, store.Options{MaxConns: cfg.DBMaxConns, MaxReadConns: cfg.DBMaxConns, AnswerBox: box}); err != nil {
 		return nil, err
 	}
 	if cfg.Now != nil {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/httpapi"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/signing"
 )
 
 // keyed sends a request like hardSend with an Idempotency-Key. Its answer
@@ -801,5 +803,45 @@ func TestIdempotencyClaimReleasedOnServerError(t *testing.T) {
 	}
 	if w := run(false); w.Header().Get("Idempotent-Replayed") != "true" || writes.Load() != 2 {
 		t.Fatal("the retry's answer was not stored over its claim")
+	}
+}
+
+// TestIdempotencyAnswersSealed: the answers kept for keys are sealed at
+// rest with the server key, as every secret Parley keeps: a webhook's
+// signing secret in POST /webhooks's answer is not in the database in the
+// clear, and its replay still carries it. An answer kept in the clear
+// before answers were sealed still replays (D13).
+func TestIdempotencyAnswersSealed(t *testing.T) {
+	e := apitest.New(t)
+	rc := whNewReceiver(t, nil)
+	body := `{"url":"` + rc.URL() + `","event_types":["*"]}`
+	first := keyed(t, e, "POST", "/api/v1/webhooks", body, "hook")
+	var hook parley.Webhook
+	if err := json.Unmarshal(first.body, &hook); err != nil || !strings.HasPrefix(hook.Secret, "whsec_") {
+		t.Fatalf("create: %d %s", first.status, first.body)
+	}
+	if dump := e.Snapshot(t, "SELECT * FROM idempotency_keys"); strings.Contains(dump, hook.Secret) ||
+		strings.Contains(dump, strings.TrimPrefix(hook.Secret, "whsec_")) {
+		t.Error("the webhook secret is stored in the clear with its key's answer")
+	}
+	if again := keyed(t, e, "POST", "/api/v1/webhooks", body, "hook"); string(again.body) != string(first.body) {
+		t.Errorf("replay: %s, want the first answer, secret included", again.body)
+	}
+
+	// An answer from before answers were sealed, as it was stored then.
+	u := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+14155552671")})
+	target, req := "/api/v1/users/"+itoa(u.ID), `{"first_name":"Ada"}`
+	h := authHeaders(e.CredA.Username, e.CredA.Secret, "POST", target, []byte(req), e.ClientNow())
+	sum := sha256.Sum256([]byte("POST " + target + "\n" + h.Get(signing.HeaderDigest)))
+	now := e.Now().UnixMicro()
+	if _, err := e.App.DB.Writer().ExecContext(e.Ctx, impRebind(`INSERT INTO idempotency_keys
+		(brand_id, idem_key, request_hash, status, content_type, body, created_at, expires_at)
+		VALUES (?, 'old', ?, 200, 'application/json; charset=utf-8', ?, ?, ?)`),
+		e.BrandA.ID, sum[:], []byte(`{"stored":"in the clear"}`), now, now+int64(time.Hour/time.Microsecond)); err != nil {
+		t.Fatal(err)
+	}
+	h.Set("Idempotency-Key", "old")
+	if r := authSend(t, e, "POST", target, []byte(req), h); r.status != 200 || string(r.body) != `{"stored":"in the clear"}` {
+		t.Errorf("an answer kept in the clear: %d %s, want it replayed", r.status, r.body)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/secretbox"
 )
 
 //go:embed migrations
@@ -55,6 +56,9 @@ type DB struct {
 	// each, became the limit (issue #4).
 	committers int
 
+	// answers seals the answers of Idempotency-Keys (see Options.AnswerBox).
+	answers *secretbox.Box
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -69,19 +73,30 @@ type Options struct {
 	MaxConns int
 	// BusyTimeout is how long SQLite waits on a lock; 0 means 5 s.
 	BusyTimeout time.Duration
+	// AnswerBox seals the answers kept for Idempotency-Keys, which may
+	// hold secrets (a webhook's signing secret); nil keeps them as they
+	// are, for tools that answer no requests.
+	AnswerBox *secretbox.Box
 }
 
 // Open connects to the database named by dsn: "sqlite:PATH" (a file path,
 // created with its directory when missing) or a "postgres://" URL. It does
 // not migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
+	var db *DB
+	var err error
 	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
-		return openSQLite(ctx, path, opt)
+		db, err = openSQLite(ctx, path, opt)
+	} else if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		db, err = openPostgres(ctx, dsn, opt)
+	} else {
+		return nil, fmt.Errorf("store: unsupported database %q (want sqlite:PATH or postgres://…)", Redact(dsn))
 	}
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return openPostgres(ctx, dsn, opt)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("store: unsupported database %q (want sqlite:PATH or postgres://…)", Redact(dsn))
+	db.answers = opt.AnswerBox
+	return db, nil
 }
 
 func openPostgres(ctx context.Context, dsn string, opt Options) (*DB, error) {

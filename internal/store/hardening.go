@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -417,14 +418,27 @@ func (tx *Tx) checkKey(ctx context.Context, kw *parley.KeyedWrite) error {
 	if kw == nil {
 		return nil
 	}
-	rec, held, err := scanKey(tx.queryRow(ctx, qReadKey, kw.BrandID, kw.Key).Scan, tx.now)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && !held {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("store: read idempotency key: %w", err)
+	rec, held, err := tx.readKey(ctx, kw.BrandID, kw.Key)
+	if err != nil || !held {
+		return err
 	}
 	return &parley.KeyTaken{Record: *rec}
+}
+
+// readKey returns the brand's key as stored, nil when there is none, and
+// whether a request still holds it.
+func (tx *Tx) readKey(ctx context.Context, brandID int64, key string) (*parley.IdempotencyRecord, bool, error) {
+	rec, held, err := scanKey(tx.queryRow(ctx, qReadKey, brandID, key).Scan, tx.now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err == nil {
+		err = tx.db.openAnswer(brandID, key, rec)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("store: read idempotency key: %w", err)
+	}
+	return rec, held, nil
 }
 
 // storeKey stores kw's key for the request whose write just ran in tx,
@@ -448,7 +462,7 @@ func (tx *Tx) storeKey(ctx context.Context, kw *parley.KeyedWrite) (*parley.Answ
 // whether it stored it; false when another request holds the key.
 func (tx *Tx) putKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answer) (bool, error) {
 	at := micros(tx.now)
-	args := append(keyArgs(nil, kw, a, at), at, at, micros(kw.LockedUntil))
+	args := append(tx.keyArgs(nil, kw, a, at), at, at, micros(kw.LockedUntil))
 	res, err := tx.exec(ctx, qStoreKey, args...)
 	if err != nil {
 		return false, fmt.Errorf("store: store idempotency key: %w", err)
@@ -458,7 +472,7 @@ func (tx *Tx) putKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answe
 }
 
 // keyArgs appends the values of keyValues for kw with answer a, at at.
-func keyArgs(args []any, kw *parley.KeyedWrite, a *parley.Answer, at int64) []any {
+func (tx *Tx) keyArgs(args []any, kw *parley.KeyedWrite, a *parley.Answer, at int64) []any {
 	lockedUntil := sql.NullInt64{Int64: micros(kw.LockedUntil), Valid: a == nil}
 	var status sql.NullInt64
 	var ctype sql.NullString
@@ -466,7 +480,7 @@ func keyArgs(args []any, kw *parley.KeyedWrite, a *parley.Answer, at int64) []an
 	if a != nil {
 		status = sql.NullInt64{Int64: int64(a.Status), Valid: true}
 		ctype = sql.NullString{String: a.ContentType, Valid: true}
-		body = a.Body
+		body = tx.db.sealAnswer(kw.BrandID, kw.Key, a.Body)
 	}
 	return append(args, kw.BrandID, kw.Key, kw.Hash, lockedUntil, status, ctype, body, at, micros(kw.Expires))
 }
@@ -490,6 +504,38 @@ func scanKey(scan func(...any) error, now time.Time) (*parley.IdempotencyRecord,
 	}
 	at := micros(now)
 	return &rec, expiresAt > at && (status.Valid || lockedUntil.Int64 > at), nil
+}
+
+// sealedAnswer begins an answer body sealed with the answer box. A body
+// stored before answers were sealed (JSON, or empty) never begins with it,
+// and is read as it is.
+const sealedAnswer = 0x01
+
+// sealAnswer seals an answer body for its brand and key.
+func (db *DB) sealAnswer(brandID int64, key string, body []byte) []byte {
+	if db.answers == nil {
+		return body
+	}
+	return append([]byte{sealedAnswer}, db.answers.Seal(body, answerAD(brandID, key))...)
+}
+
+// openAnswer opens the body of rec's answer in place.
+func (db *DB) openAnswer(brandID int64, key string, rec *parley.IdempotencyRecord) error {
+	a := rec.Answer
+	if a == nil || len(a.Body) == 0 || a.Body[0] != sealedAnswer {
+		return nil
+	}
+	if db.answers == nil {
+		return errors.New("a sealed answer, and no key to open it")
+	}
+	body, err := db.answers.Open(a.Body[1:], answerAD(brandID, key))
+	a.Body = body
+	return err
+}
+
+// answerAD binds a sealed answer to its key: it opens for no other.
+func answerAD(brandID int64, key string) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, uint64(brandID)), key...)
 }
 
 // checkKeys checks the keys of the batch's writes before any of them runs
@@ -554,9 +600,13 @@ func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		if err != nil {
 			return fmt.Errorf("store: read idempotency keys: %w", err)
 		}
-		if ok {
-			held[k] = rec
+		if !ok {
+			continue
 		}
+		if err := tx.db.openAnswer(k.brand, k.key, rec); err != nil {
+			return fmt.Errorf("store: read idempotency keys: %w", err)
+		}
+		held[k] = rec
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store: read idempotency keys: %w", err)
@@ -610,7 +660,7 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 			q.WriteString(", ")
 		}
 		q.WriteString(keyValues)
-		args = keyArgs(args, op.keyed, op.answer, at)
+		args = tx.keyArgs(args, op.keyed, op.answer, at)
 	}
 	q.WriteString(qTakeOver + `))`)
 	args = append(args, at, at)
@@ -637,8 +687,8 @@ func (db *DB) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, 
 			rec = nil
 			return err
 		}
-		rec, _, err = scanKey(tx.queryRow(ctx, qReadKey, kw.BrandID, kw.Key).Scan, tx.now)
-		if errors.Is(err, sql.ErrNoRows) {
+		rec, _, err = tx.readKey(ctx, kw.BrandID, kw.Key)
+		if err == nil && rec == nil {
 			err = errKeyRace // deleted between the two statements: run again
 		}
 		return err

@@ -378,12 +378,13 @@ const (
 			locked_until = excluded.locked_until, status = excluded.status,
 			content_type = excluded.content_type, body = excluded.body,
 			created_at = excluded.created_at, expires_at = excluded.expires_at
-		WHERE idempotency_keys.expires_at <= ? OR (idempotency_keys.status IS NULL
-			AND (idempotency_keys.locked_until <= ?`
+		WHERE idempotency_keys.expires_at <= ?
+			OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= ?)`
 	// qStoreKey stores one key, and also fills in the request's own claim:
 	// no answer yet, its locked_until and its hash.
 	qStoreKey = qInsertKeys + keyValues + qTakeOver + `
-				OR (idempotency_keys.locked_until = ? AND idempotency_keys.request_hash = excluded.request_hash)))`
+			OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until = ?
+				AND idempotency_keys.request_hash = excluded.request_hash)`
 	qReleaseKey = `DELETE FROM idempotency_keys
 		WHERE brand_id = ? AND idem_key = ? AND locked_until = ? AND request_hash = ? AND status IS NULL`
 )
@@ -662,7 +663,7 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		q.WriteString(keyValues)
 		args = tx.keyArgs(args, op.keyed, op.answer, at)
 	}
-	q.WriteString(qTakeOver + `))`)
+	q.WriteString(qTakeOver)
 	args = append(args, at, at)
 	res, err := tx.exec(ctx, q.String(), args...)
 	if err != nil {

@@ -561,36 +561,51 @@ func asClientError(err error, target **client.Error) bool {
 	return ok
 }
 
-// TestIdempotencyServerErrorNotStored: a 5xx is not the answer to keep —
-// the key is released so the client's retry runs again (D13).
+// TestIdempotencyServerErrorNotStored: a 5xx is not the answer to keep
+// (D13): a request that failed before writing leaves its key free, and one
+// whose write committed the key without an answer (a claim) releases it,
+// so in both cases the client's retry runs again.
 func TestIdempotencyServerErrorNotStored(t *testing.T) {
-	e := apitest.New(t)
-	body := []byte(`{"phone_number":"+14155552671"}`)
-	run := func(fail bool) *httptest.ResponseRecorder {
-		r := httptest.NewRequest("POST", "/api/v1/users", bytes.NewReader(body))
-		r.Header = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
-		r.Header.Set("Idempotency-Key", "flaky")
-		w := httptest.NewRecorder()
-		httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(w http.ResponseWriter, _ *http.Request) error {
-			if fail {
-				return errors.New("database on fire")
+	for _, claimed := range []bool{false, true} {
+		t.Run(fmt.Sprint("claimed=", claimed), func(t *testing.T) {
+			e := apitest.New(t)
+			body := []byte(`{}`)
+			var writes atomic.Int64
+			run := func(fail bool) *httptest.ResponseRecorder {
+				r := httptest.NewRequest("POST", "/api/v1/users", bytes.NewReader(body))
+				r.Header = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
+				r.Header.Set("Idempotency-Key", "flaky")
+				w := httptest.NewRecorder()
+				httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(w http.ResponseWriter, r *http.Request) error {
+					if claimed { // a write that names no result: it only claims the key
+						if err := e.App.DB.WithTx(r.Context(), func(*store.Tx) error { writes.Add(1); return nil }); err != nil {
+							return err
+						}
+					}
+					if fail {
+						return errors.New("database on fire")
+					}
+					w.WriteHeader(201)
+					return nil
+				})
+				return w
 			}
-			w.WriteHeader(201)
-			return nil
+			if w := run(true); w.Code != 500 {
+				t.Fatalf("failing request: %d", w.Code)
+			}
+			if n := e.Count(t, "idempotency_keys"); n != 0 {
+				t.Fatalf("%d keys kept after a 500, want none", n)
+			}
+			if w := run(false); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" {
+				t.Fatalf("retry after the 500: %d replayed=%q, want a fresh run", w.Code, w.Header().Get("Idempotent-Replayed"))
+			}
+			if w := run(false); w.Header().Get("Idempotent-Replayed") != "true" {
+				t.Fatal("the successful retry's answer is not stored")
+			}
+			if claimed && writes.Load() != 2 {
+				t.Errorf("%d writes, want 2: the failed request's and its retry's", writes.Load())
+			}
 		})
-		return w
-	}
-	if w := run(true); w.Code != 500 {
-		t.Fatalf("failing handler: %d", w.Code)
-	}
-	if n := e.Count(t, "idempotency_keys"); n != 0 {
-		t.Fatalf("%d keys kept after a 500, want the key released", n)
-	}
-	if w := run(false); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" {
-		t.Fatalf("retry after the 500: %d replayed=%q, want a fresh run", w.Code, w.Header().Get("Idempotent-Replayed"))
-	}
-	if w := run(false); w.Header().Get("Idempotent-Replayed") != "true" {
-		t.Fatal("the successful retry's response is not stored")
 	}
 }
 
@@ -764,45 +779,6 @@ func TestIdempotencyReplaysWhateverNow(t *testing.T) {
 	again := keyed(t, e, "POST", "/api/v1/users", body, "create")
 	if again.status != 201 || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("repeat: %d %s, want the first answer replayed", again.status, again.body)
-	}
-}
-
-// TestIdempotencyClaimReleasedOnServerError: a write that committed the
-// key without an answer, in a request that then failed with a 5xx, frees
-// the key, so the retry runs again (D13).
-func TestIdempotencyClaimReleasedOnServerError(t *testing.T) {
-	e := apitest.New(t)
-	body := []byte(`{}`)
-	var writes atomic.Int64
-	run := func(fail bool) *httptest.ResponseRecorder {
-		r := httptest.NewRequest("POST", "/api/v1/users", bytes.NewReader(body))
-		r.Header = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
-		r.Header.Set("Idempotency-Key", "claimed")
-		w := httptest.NewRecorder()
-		httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(w http.ResponseWriter, r *http.Request) error {
-			// A write that names no result: its transaction only claims the key.
-			if err := e.App.DB.WithTx(r.Context(), func(*store.Tx) error { writes.Add(1); return nil }); err != nil {
-				return err
-			}
-			if fail {
-				return errors.New("failed after the write")
-			}
-			w.WriteHeader(201)
-			return nil
-		})
-		return w
-	}
-	if w := run(true); w.Code != 500 {
-		t.Fatalf("failing request: %d", w.Code)
-	}
-	if n := e.Count(t, "idempotency_keys"); n != 0 {
-		t.Fatalf("%d keys kept after a 500, want the claim released", n)
-	}
-	if w := run(false); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "" || writes.Load() != 2 {
-		t.Fatalf("retry: %d replayed=%q after %d writes, want it run again", w.Code, w.Header().Get("Idempotent-Replayed"), writes.Load())
-	}
-	if w := run(false); w.Header().Get("Idempotent-Replayed") != "true" || writes.Load() != 2 {
-		t.Fatal("the retry's answer was not stored over its claim")
 	}
 }
 

@@ -88,7 +88,11 @@ func (s *Service) UploadFile(ctx context.Context, brandID int64, fileName string
 		return tx.InsertFile(ctx, f, key)
 	})
 	if err != nil {
-		s.blob.Delete(context.WithoutCancel(ctx), key)
+		// The row, with the key's answer naming the file, may have
+		// committed: an orphan blob is the lesser harm than a lost one.
+		if !store.CommitUncertain(err) {
+			s.blob.Delete(context.WithoutCancel(ctx), key)
+		}
 		return nil, err
 	}
 	return f, nil

@@ -182,7 +182,9 @@ func (im *Importer) CreateImport(ctx context.Context, brandID int64, fileName st
 		return im.q.EnqueueImport(ctx, tx.SQL(), brandID, rec.ID)
 	})
 	if err != nil {
-		im.s.blob.Delete(context.WithoutCancel(ctx), rec.BlobKey)
+		if !store.CommitUncertain(err) { // else kept, as for an upload
+			im.s.blob.Delete(context.WithoutCancel(ctx), rec.BlobKey)
+		}
 		return nil, err
 	}
 	return &out, nil

@@ -157,7 +157,7 @@ func (s *Service) UpdateUser(ctx context.Context, brandID, id int64, in parley.U
 	// a refusal after the read changed nothing, so it fails alone.
 	var out *parley.User
 	err = s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
-		u, err := tx.FindUserByID(ctx, brandID, id)
+		u, err := tx.FindUserForUpdate(ctx, brandID, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Unchanged(parley.UserNotFound(id))
 		} else if err != nil {
@@ -213,7 +213,7 @@ func equalBoolPtr(a, b *bool) bool {
 func (s *Service) DeleteUser(ctx context.Context, brandID, id int64) (*parley.User, error) {
 	var out *parley.User
 	err := s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
-		u, err := tx.FindUserByID(ctx, brandID, id)
+		u, err := tx.FindUserForUpdate(ctx, brandID, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Unchanged(parley.UserNotFound(id))
 		} else if err != nil {

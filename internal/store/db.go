@@ -402,6 +402,14 @@ func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 	return nil
 }
 
+// CommitUncertain reports whether err is a COMMIT whose outcome is not
+// known: the transaction may have committed. What it refers to outside
+// the database (a stored blob) must then be kept.
+func CommitUncertain(err error) bool {
+	var ce *commitError
+	return errors.As(err, &ce) && ce.uncertain
+}
+
 // commitError is a failed COMMIT. When uncertain, the transaction may or
 // may not have committed (a connection lost mid-commit), so its writes must
 // not be run again as if it had rolled back.

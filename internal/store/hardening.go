@@ -28,6 +28,9 @@ type groupOp struct {
 	// keyed is the request's Idempotency-Key, claimed with the write
 	// unless an earlier transaction of the request claimed it (D13).
 	keyed *parley.KeyedWrite
+	// storing is the key whose answer the op stores for a request that
+	// wrote nothing (StoreIdempotentAnswer).
+	storing *parley.KeyedWrite
 	// ctx is the caller's: an op whose caller is gone before its group
 	// starts is not run. Its statements run under the group's context, so
 	// a caller giving up mid-group cannot fail the others.
@@ -188,8 +191,7 @@ func (db *DB) commitGroup(batch []*groupOp) {
 		defer cancel()
 	}
 	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch) })
-	var ce *commitError
-	rerun := err != nil && len(batch) > 1 && !(errors.As(err, &ce) && ce.uncertain)
+	rerun := err != nil && len(batch) > 1 && !CommitUncertain(err)
 	// One deadline for all of them: when the database itself fails, the
 	// group must not take a timeout per write to find out.
 	alone, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -243,9 +245,11 @@ func (op *groupOp) finish(err error) {
 
 // recordSignatures records the signatures of the batch's writes — with
 // one INSERT that returns the keys it added on PostgreSQL, a one-row
-// INSERT each on SQLite (see claimKeys) — and reports the writes whose
-// signature was there already: replays. A copy of a request earlier in the
-// batch is held back (errHeldBack).
+// INSERT each on SQLite, where one multi-row INSERT … RETURNING cost more
+// than the rows (a new statement for each batch size, and a statement
+// journal) — and reports the writes whose signature was there already:
+// replays. A copy of a request earlier in the batch is held back
+// (errHeldBack).
 func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*groupOp]bool, error) {
 	type sigKey struct {
 		expires int64
@@ -433,11 +437,13 @@ func (tx *Tx) readKey(ctx context.Context, brandID int64, key string) (*parley.I
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
-	if err == nil {
-		err = tx.db.openAnswer(brandID, key, rec)
-	}
 	if err != nil {
 		return nil, false, fmt.Errorf("store: read idempotency key: %w", err)
+	}
+	if held {
+		if err := tx.db.openAnswer(brandID, key, rec); err != nil {
+			return nil, false, err
+		}
 	}
 	return rec, held, nil
 }
@@ -520,6 +526,11 @@ func (db *DB) sealAnswer(brandID int64, key string, body []byte) []byte {
 	return append([]byte{sealedAnswer}, db.answers.Seal(body, answerAD(brandID, key))...)
 }
 
+// errUnreadableAnswer fails a request whose key holds an answer that does
+// not open: sealed under another server key (a node configured apart from
+// the others), or damaged. It fails that request alone, not its group.
+var errUnreadableAnswer = errors.New("store: the answer stored for this Idempotency-Key cannot be opened (is the server key the same on every node?)")
+
 // openAnswer opens the body of rec's answer in place.
 func (db *DB) openAnswer(brandID int64, key string, rec *parley.IdempotencyRecord) error {
 	a := rec.Answer
@@ -527,24 +538,29 @@ func (db *DB) openAnswer(brandID int64, key string, rec *parley.IdempotencyRecor
 		return nil
 	}
 	if db.answers == nil {
-		return errors.New("a sealed answer, and no key to open it")
+		return errUnreadableAnswer
 	}
 	body, err := db.answers.Open(a.Body[1:], answerAD(brandID, key))
+	if err != nil {
+		return errUnreadableAnswer
+	}
 	a.Body = body
-	return err
+	return nil
 }
 
-// answerAD binds a sealed answer to its key: it opens for no other.
+// answerAD binds a sealed answer to its brand and key, apart from the
+// other secrets the server key seals: it opens for no other.
 func answerAD(brandID int64, key string) []byte {
-	return append(binary.BigEndian.AppendUint64(nil, uint64(brandID)), key...)
+	return append(binary.BigEndian.AppendUint64([]byte("answer:"), uint64(brandID)), key...)
 }
 
 // checkKeys checks the keys of the batch's writes before any of them runs
 // (D13). A write whose key another request holds fails with
-// *parley.KeyTaken; one with the key of a write earlier in the batch is
-// held back (errHeldBack), to run after the group and find that key there.
-// PostgreSQL reads every key with one SELECT, SQLite with a one-row
-// SELECT each (see recordSignatures).
+// *parley.KeyTaken; one with the key of a write earlier in the batch, or
+// of an answer the batch stores, is held back (errHeldBack), to run after
+// the group and find that key there. An answer that cannot be opened
+// fails its write alone. PostgreSQL reads every key with one SELECT,
+// SQLite with a one-row SELECT each (see recordSignatures).
 func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	type brandKey struct {
 		brand int64
@@ -552,6 +568,11 @@ func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	}
 	var ops []*groupOp
 	first := map[brandKey]bool{}
+	for _, op := range batch {
+		if kw := op.storing; kw != nil {
+			first[brandKey{kw.BrandID, kw.Key}] = true
+		}
+	}
 	for _, op := range batch {
 		kw := op.keyed
 		if kw == nil || op.failed != nil {
@@ -564,7 +585,7 @@ func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 			ops = append(ops, op)
 			if tx.db.engine == "sqlite" {
 				var taken *parley.KeyTaken
-				if err := tx.checkKey(ctx, kw); errors.As(err, &taken) {
+				if err := tx.checkKey(ctx, kw); errors.As(err, &taken) || errors.Is(err, errUnreadableAnswer) {
 					op.failed = err
 				} else if err != nil {
 					return err
@@ -601,23 +622,25 @@ func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		if err != nil {
 			return fmt.Errorf("store: read idempotency keys: %w", err)
 		}
-		if !ok {
-			continue
+		if ok {
+			held[k] = rec
 		}
-		if err := tx.db.openAnswer(k.brand, k.key, rec); err != nil {
-			return fmt.Errorf("store: read idempotency keys: %w", err)
-		}
-		held[k] = rec
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store: read idempotency keys: %w", err)
 	}
 	for _, op := range ops {
-		if rec := held[brandKey{op.keyed.BrandID, op.keyed.Key}]; rec != nil {
-			op.failed = &parley.KeyTaken{Record: *rec}
-			if err := op.forgetIfFailed(ctx, tx); err != nil {
-				return err
-			}
+		k := brandKey{op.keyed.BrandID, op.keyed.Key}
+		rec := held[k]
+		if rec == nil {
+			continue
+		}
+		op.failed = &parley.KeyTaken{Record: *rec}
+		if err := tx.db.openAnswer(k.brand, k.key, rec); err != nil {
+			op.failed = err
+		}
+		if err := op.forgetIfFailed(ctx, tx); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -682,7 +705,7 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 // answer the request must give instead.
 func (db *DB) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, a parley.Answer) (*parley.IdempotencyRecord, error) {
 	var rec *parley.IdempotencyRecord
-	err := db.inGroup(ctx, &groupOp{fn: func(ctx context.Context, tx *Tx) error {
+	err := db.inGroup(ctx, &groupOp{storing: kw, fn: func(ctx context.Context, tx *Tx) error {
 		stored, err := tx.putKey(ctx, kw, &a)
 		if err != nil || stored {
 			rec = nil

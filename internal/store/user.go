@@ -60,6 +60,19 @@ func ofBrand(brandID int64, u *parley.User, err error) (*parley.User, error) {
 	return u, err
 }
 
+// FindUserForUpdate is FindUserByID that keeps the user's row locked until
+// the transaction ends, so that a change computed from what it read is not
+// lost to a transaction beside it (PostgreSQL; SQLite's one writer runs
+// one transaction at a time).
+func (tx *Tx) FindUserForUpdate(ctx context.Context, brandID, id int64) (*parley.User, error) {
+	q := qUserByID
+	if tx.db.engine == "postgres" {
+		q += " FOR UPDATE"
+	}
+	u, err := scanUser(tx.queryRow(ctx, q, id))
+	return ofBrand(brandID, u, err)
+}
+
 // FindUserByPhone is DB.FindUserByPhone inside the transaction.
 func (tx *Tx) FindUserByPhone(ctx context.Context, brandID int64, phone string) (*parley.User, error) {
 	row := tx.queryRow(ctx, qUserByPhone, brandID, phone)

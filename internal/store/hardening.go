@@ -456,13 +456,18 @@ func (tx *Tx) storeKey(ctx context.Context, kw *parley.KeyedWrite) (*parley.Answ
 	if kw == nil || err != nil {
 		return nil, err
 	}
-	switch stored, err := tx.putKey(ctx, kw, a); {
-	case err != nil:
-		return nil, err
-	case !stored:
-		return nil, errKeyRace
+	return a, tx.claimKey(ctx, kw, a)
+}
+
+// claimKey stores kw's key with answer a (nil: a claim) for a write that
+// found it free, or fails with errKeyRace: a transaction beside this one
+// stored it meanwhile.
+func (tx *Tx) claimKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answer) error {
+	stored, err := tx.putKey(ctx, kw, a)
+	if err == nil && !stored {
+		err = errKeyRace
 	}
-	return a, nil
+	return err
 }
 
 // putKey runs qStoreKey for kw with answer a (nil: a claim), and reports
@@ -559,13 +564,8 @@ func answerAD(brandID int64, key string) []byte {
 // *parley.KeyTaken; one with the key of a write earlier in the batch, or
 // of an answer the batch stores, is held back (errHeldBack), to run after
 // the group and find that key there. An answer that cannot be opened
-// fails its write alone. PostgreSQL reads every key with one SELECT,
-// SQLite with a one-row SELECT each (see recordSignatures).
+// fails its write alone.
 func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
-	type brandKey struct {
-		brand int64
-		key   string
-	}
 	var ops []*groupOp
 	first := map[brandKey]bool{}
 	for _, op := range batch {
@@ -578,56 +578,20 @@ func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		if kw == nil || op.failed != nil {
 			continue
 		}
-		if k := (brandKey{kw.BrandID, kw.Key}); first[k] {
+		k := brandKey{kw.BrandID, kw.Key}
+		if first[k] {
 			op.failed = errHeldBack
-		} else {
-			first[k] = true
-			ops = append(ops, op)
-			if tx.db.engine == "sqlite" {
-				var taken *parley.KeyTaken
-				if err := tx.checkKey(ctx, kw); errors.As(err, &taken) || errors.Is(err, errUnreadableAnswer) {
-					op.failed = err
-				} else if err != nil {
-					return err
-				}
+			if err := op.forgetIfFailed(ctx, tx); err != nil {
+				return err
 			}
+			continue
 		}
-		if err := op.forgetIfFailed(ctx, tx); err != nil {
-			return err
-		}
+		first[k] = true
+		ops = append(ops, op)
 	}
-	if tx.db.engine == "sqlite" || len(ops) == 0 {
-		return nil
-	}
-	var q strings.Builder
-	args := make([]any, 0, 2*len(ops))
-	q.WriteString(`SELECT brand_id, idem_key, ` + keyColumns + ` FROM idempotency_keys WHERE (brand_id, idem_key) IN (`)
-	for i, op := range ops {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?, ?)")
-		args = append(args, op.keyed.BrandID, op.keyed.Key)
-	}
-	q.WriteString(")")
-	rows, err := tx.query(ctx, q.String(), args...)
+	held, err := tx.heldKeys(ctx, ops)
 	if err != nil {
-		return fmt.Errorf("store: read idempotency keys: %w", err)
-	}
-	defer rows.Close()
-	held := map[brandKey]*parley.IdempotencyRecord{}
-	for rows.Next() {
-		var k brandKey
-		rec, ok, err := scanKey(func(dest ...any) error { return rows.Scan(append([]any{&k.brand, &k.key}, dest...)...) }, tx.now)
-		if err != nil {
-			return fmt.Errorf("store: read idempotency keys: %w", err)
-		}
-		if ok {
-			held[k] = rec
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("store: read idempotency keys: %w", err)
+		return err
 	}
 	for _, op := range ops {
 		k := brandKey{op.keyed.BrandID, op.keyed.Key}
@@ -644,6 +608,68 @@ func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		}
 	}
 	return nil
+}
+
+// brandKey names an idempotency key.
+type brandKey struct {
+	brand int64
+	key   string
+}
+
+// heldKeys returns the keys of ops that a request still holds, as stored
+// (answers not opened): PostgreSQL reads them with one SELECT, SQLite with
+// a one-row SELECT each (see recordSignatures).
+func (tx *Tx) heldKeys(ctx context.Context, ops []*groupOp) (map[brandKey]*parley.IdempotencyRecord, error) {
+	held := map[brandKey]*parley.IdempotencyRecord{}
+	if tx.db.engine == "sqlite" {
+		for _, op := range ops {
+			k := brandKey{op.keyed.BrandID, op.keyed.Key}
+			rec, ok, err := scanKey(tx.queryRow(ctx, qReadKey, k.brand, k.key).Scan, tx.now)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("store: read idempotency key: %w", err)
+			}
+			if ok {
+				held[k] = rec
+			}
+		}
+		return held, nil
+	}
+	if len(ops) == 0 {
+		return held, nil
+	}
+	var q strings.Builder
+	args := make([]any, 0, 2*len(ops))
+	q.WriteString(`SELECT brand_id, idem_key, ` + keyColumns + ` FROM idempotency_keys WHERE (brand_id, idem_key) IN (`)
+	for i, op := range ops {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?)")
+		args = append(args, op.keyed.BrandID, op.keyed.Key)
+	}
+	q.WriteString(")")
+	rows, err := tx.query(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: read idempotency keys: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k brandKey
+		rec, ok, err := scanKey(func(dest ...any) error { return rows.Scan(append([]any{&k.brand, &k.key}, dest...)...) }, tx.now)
+		if err != nil {
+			return nil, fmt.Errorf("store: read idempotency keys: %w", err)
+		}
+		if ok {
+			held[k] = rec
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read idempotency keys: %w", err)
+	}
+	return held, nil
 }
 
 // storeKeys stores the keys of the batch's writes that ran, each with its
@@ -663,11 +689,8 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	}
 	if tx.db.engine == "sqlite" {
 		for _, op := range ops {
-			switch stored, err := tx.putKey(ctx, op.keyed, op.answer); {
-			case err != nil:
+			if err := tx.claimKey(ctx, op.keyed, op.answer); err != nil {
 				return err
-			case !stored:
-				return errKeyRace
 			}
 		}
 		return nil

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"io/fs"
+	"path/filepath"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -819,5 +821,59 @@ func TestIdempotencyAnswersSealed(t *testing.T) {
 	h.Set("Idempotency-Key", "old")
 	if r := authSend(t, e, "POST", target, []byte(req), h); r.status != 200 || string(r.body) != `{"stored":"in the clear"}` {
 		t.Errorf("an answer kept in the clear: %d %s, want it replayed", r.status, r.body)
+	}
+}
+
+// TestUploadCommitLost: an upload whose COMMIT's outcome the node never
+// heard keeps its file: the row, and the key's answer naming it, may
+// have committed — here they did — so the retry replays that answer and
+// the file is there (D9, D13; review: the blob was deleted).
+func TestUploadCommitLost(t *testing.T) {
+	if apitest.Engine() != "postgres" {
+		t.Skip("a connection to lose (PostgreSQL)")
+	}
+	var cut *apitest.CommitCutter
+	e := apitest.New(t, func(c *app.Config) {
+		cut = apitest.NewCommitCutter(t, c.DB)
+		c.DB = cut.URL
+	})
+	hardSend(t, e, "GET", "/api/v1/brand", "") // the credential's last use is written now, not in the upload
+	body, contentType, err := client.MultipartFile("pixel.png", bytes.NewReader(filePNG))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upload := func() authResp {
+		h := authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/files", body, e.ClientNow())
+		h.Set("Content-Type", contentType)
+		h.Set("Idempotency-Key", "pixel")
+		return authSend(t, e, "POST", "/api/v1/files", body, h)
+	}
+	cut.Armed.Store(true)
+	if r := upload(); r.status < 500 {
+		t.Fatalf("upload with its COMMIT cut: %d %s, want a 5xx", r.status, r.body)
+	}
+	if cut.Armed.Load() {
+		t.Fatal("no COMMIT went through the proxy")
+	}
+	r := upload()
+	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry: %d %s (replayed %q), want the committed upload's answer", r.status, r.body, r.header.Get("Idempotent-Replayed"))
+	}
+	var f parley.File
+	if err := json.Unmarshal(r.body, &f); err != nil {
+		t.Fatal(err)
+	}
+	var blobs []string // fileblob keeps each blob's attributes beside it
+	filepath.WalkDir(filepath.Join(e.App.Config.DataDir, "media"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".attrs") {
+			blobs = append(blobs, filepath.Base(p))
+		}
+		return err
+	})
+	if len(blobs) != 1 || blobs[0] != f.ID {
+		t.Errorf("blobs %v, want the committed file's alone (%s)", blobs, f.ID)
+	}
+	if got := hardSend(t, e, "GET", "/api/v1/files/"+f.ID, ""); got.status != 200 {
+		t.Errorf("GET /files/%s: %d %s", f.ID, got.status, got.body)
 	}
 }

@@ -7,9 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -922,8 +919,8 @@ func TestWithGroupTxCommitLost(t *testing.T) {
 	if _, err := direct.Writer().ExecContext(t.Context(), `CREATE TABLE lost_writes (v INT)`); err != nil {
 		t.Fatal(err)
 	}
-	p := newCommitCutter(t, url)
-	db, err := store.Open(t.Context(), p.url, store.Options{})
+	p := apitest.NewCommitCutter(t, url)
+	db, err := store.Open(t.Context(), p.URL, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -935,7 +932,7 @@ func TestWithGroupTxCommitLost(t *testing.T) {
 		}
 		return t.Context()
 	}, func(i int, tx *store.Tx) error {
-		p.armed.Store(true) // this group's COMMIT is the one cut
+		p.Armed.Store(true) // this group's COMMIT is the one cut
 		_, err := tx.SQL().ExecContext(t.Context(), `INSERT INTO lost_writes (v) VALUES ($1)`, i)
 		return err
 	})
@@ -961,65 +958,6 @@ func TestWithGroupTxCommitLost(t *testing.T) {
 	if !store.CommitUncertain(errs[0]) || store.CommitUncertain(parley.ErrReplayed) {
 		t.Errorf("CommitUncertain(%v) is false, or true for a replay", errs[0])
 	}
-}
-
-// commitCutter is a TCP proxy to PostgreSQL that, once armed, passes a
-// COMMIT on to the server and then cuts the client's connection before the
-// answer: the server commits, the client cannot know.
-type commitCutter struct {
-	url   string
-	armed atomic.Bool
-}
-
-func newCommitCutter(t *testing.T, dbURL string) *commitCutter {
-	u, err := neturl.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := u.Host
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	u.Host = ln.Addr().String()
-	p := &commitCutter{url: u.String()}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(c, up); c.Close() }()
-			go func() {
-				defer up.Close()
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						if _, werr := up.Write(buf[:n]); werr != nil {
-							return
-						}
-						if bytes.Contains(bytes.ToLower(buf[:n]), []byte("commit")) && p.armed.CompareAndSwap(true, false) {
-							c.Close()                          // the client hears nothing more
-							time.Sleep(200 * time.Millisecond) // while the server commits
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return p
 }
 
 // TestTxBatch: the writes of a group add to one batch, flushed once, just

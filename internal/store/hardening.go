@@ -427,11 +427,14 @@ func (tx *Tx) checkKey(ctx context.Context, kw *parley.KeyedWrite) error {
 	if err != nil || !held {
 		return err
 	}
+	if err := tx.db.openAnswer(kw.BrandID, kw.Key, rec); err != nil {
+		return err
+	}
 	return &parley.KeyTaken{Record: *rec}
 }
 
-// readKey returns the brand's key as stored, nil when there is none, and
-// whether a request still holds it.
+// readKey returns the brand's key as stored (its answer not opened), nil
+// when there is none, and whether a request still holds it.
 func (tx *Tx) readKey(ctx context.Context, brandID int64, key string) (*parley.IdempotencyRecord, bool, error) {
 	rec, held, err := scanKey(tx.queryRow(ctx, qReadKey, brandID, key).Scan, tx.now)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -439,11 +442,6 @@ func (tx *Tx) readKey(ctx context.Context, brandID int64, key string) (*parley.I
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("store: read idempotency key: %w", err)
-	}
-	if held {
-		if err := tx.db.openAnswer(brandID, key, rec); err != nil {
-			return nil, false, err
-		}
 	}
 	return rec, held, nil
 }
@@ -624,12 +622,9 @@ func (tx *Tx) heldKeys(ctx context.Context, ops []*groupOp) (map[brandKey]*parle
 	if tx.db.engine == "sqlite" {
 		for _, op := range ops {
 			k := brandKey{op.keyed.BrandID, op.keyed.Key}
-			rec, ok, err := scanKey(tx.queryRow(ctx, qReadKey, k.brand, k.key).Scan, tx.now)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
+			rec, ok, err := tx.readKey(ctx, k.brand, k.key)
 			if err != nil {
-				return nil, fmt.Errorf("store: read idempotency key: %w", err)
+				return nil, err
 			}
 			if ok {
 				held[k] = rec
@@ -735,10 +730,16 @@ func (db *DB) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, 
 			return err
 		}
 		rec, _, err = tx.readKey(ctx, kw.BrandID, kw.Key)
-		if err == nil && rec == nil {
-			err = errKeyRace // deleted between the two statements: run again
+		switch {
+		case err != nil:
+			return err
+		case rec == nil:
+			return errKeyRace // deleted between the two statements: run again
 		}
-		return err
+		if err := tx.db.openAnswer(kw.BrandID, kw.Key, rec); err != nil {
+			return Unchanged(err) // this request alone fails, not its group
+		}
+		return nil
 	}})
 	return rec, err
 }

@@ -507,6 +507,33 @@ func TestKeyedWriteUnreadableAnswer(t *testing.T) {
 	if txs[1] != txs[2] {
 		t.Error("the group ran again write by write: the unreadable answer failed it")
 	}
+
+	// The same for a refusal's answer stored beside that key.
+	h := holdCommitters(t, db2)
+	var storeErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, storeErr = db2.StoreIdempotentAnswer(t.Context(), keyedWrite(brand, "k", "refused", now), parley.Answer{Status: 422})
+	})
+	txs = make([]*sql.Tx, 2)
+	for i := range txs {
+		wg.Go(func() {
+			errs[i] = db2.WithGroupTx(t.Context(), func(ctx context.Context, tx *store.Tx) error {
+				txs[i] = tx.SQL()
+				return field(ctx, tx)
+			})
+		})
+	}
+	h.queued(3)
+	h.releaseOne()
+	wg.Wait()
+	if err := h.release(); err != nil {
+		t.Fatal(err)
+	}
+	if storeErr == nil || errs[0] != nil || errs[1] != nil || txs[0] != txs[1] {
+		t.Errorf("storing beside an unreadable answer: %v, writes beside it %v, shared a transaction %v; want an error for it alone",
+			storeErr, errs[:2], txs[0] == txs[1])
+	}
 }
 
 // TestFindUserForUpdate: a user read for update stays locked until its

@@ -1,0 +1,616 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/csvimport"
+	"github.com/parleyhq/parley/internal/store"
+	"gocloud.dev/gcerrors"
+)
+
+// RunOptions shape one run of an import.
+type RunOptions struct {
+	// Until ends the run after the batch that passes it, the import not yet
+	// done; zero runs to the end.
+	Until time.Time
+	// Progress, when set, sees the import after each committed batch.
+	Progress func(*parley.Import)
+}
+
+// errLostImport says another run of the import committed past this one.
+var errLostImport = errors.New("service: the import moved on under another run")
+
+// RunImport works an import from its last committed batch. Each batch of
+// rows commits in one transaction with its events, its rejected rows and
+// the import's progress, so a run that stops anywhere (a crash, ctx
+// ending) leaves the import at a batch boundary, and the next run goes on
+// from there: no row is imported twice. It reports whether the import has
+// ended.
+func (im *Importer) RunImport(ctx context.Context, brandID, id int64, opt RunOptions) (done bool, err error) {
+	rec, err := im.s.db.FindImport(ctx, brandID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if rec.Status == parley.ImportCompleted || rec.Status == parley.ImportFailed {
+		return true, nil
+	}
+	fields, err := im.s.customFields(ctx, brandID)
+	if err != nil {
+		return false, err
+	}
+	// A field deleted since the upload leaves its column mapped: its cells
+	// then fail like an unknown custom_data key of POST /users.
+	cols, unknown, err := mapColumns(rec.Columns, fields)
+	if err == nil && len(unknown) > 0 {
+		for _, name := range unknown {
+			if !strings.HasPrefix(strings.ToLower(name), parley.CustomColumnPrefix) {
+				err = unknownColumns(unknown, fields)
+			}
+		}
+	}
+	if err != nil {
+		return true, im.fail(ctx, rec, err)
+	}
+	rc, err := im.s.blob.NewRangeReader(ctx, rec.BlobKey, rec.NextOffset, -1, nil)
+	if err != nil {
+		// Another run may have just ended the import and removed its file.
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			if cur, ferr := im.s.db.FindImport(ctx, brandID, id); ferr == nil &&
+				(cur.Status == parley.ImportCompleted || cur.Status == parley.ImportFailed) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("service: open import file: %w", err)
+	}
+	defer rc.Close()
+	comma, _ := utf8First(rec.Delimiter)
+	run := &importRun{im: im, rec: rec, cols: cols, fields: fields, rd: csvimport.NewReader(rc, comma, rec.NextOffset, rec.NextLine)}
+	for {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		batch, eof, err := run.read(ctx)
+		var pe *parley.Error
+		if errors.As(err, &pe) {
+			// The stored file no longer reads as it did when it was accepted.
+			return true, im.fail(ctx, rec, err)
+		}
+		if err != nil {
+			return false, err
+		}
+		if err := run.commit(ctx, batch, eof); errors.Is(err, errLostImport) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		if opt.Progress != nil {
+			out := rec.Import
+			opt.Progress(&out)
+		}
+		if eof {
+			im.s.blob.Delete(context.WithoutCancel(ctx), rec.BlobKey)
+			return true, nil
+		}
+		if !opt.Until.IsZero() && time.Now().After(opt.Until) {
+			return false, nil
+		}
+	}
+}
+
+func utf8First(s string) (rune, bool) {
+	for _, r := range s {
+		return r, true
+	}
+	return ',', false
+}
+
+// Work runs an import for the job queue until the given time. On the job's
+// last attempt an error fails the import, so it never stays running.
+func (im *Importer) Work(ctx context.Context, brandID, id int64, until time.Time, final bool) (bool, error) {
+	done, err := im.RunImport(ctx, brandID, id, RunOptions{Until: until})
+	// A node that is stopping will run it again; anything else on the last
+	// attempt, its own timeout included, ends it.
+	if err != nil && final && !errors.Is(ctx.Err(), context.Canceled) {
+		im.s.logger.Error("import failed", "brand_id", brandID, "import_id", id, "error", err)
+		if rec, ferr := im.s.db.FindImport(ctx, brandID, id); ferr == nil {
+			im.fail(ctx, rec, parley.Errorf(parley.EInternal, "The import could not be completed; the rows committed so far stay imported."))
+		}
+	}
+	return done, err
+}
+
+// FailImport ends an unfinished import as failed with the reason (the CLI
+// does when it is interrupted).
+func (im *Importer) FailImport(ctx context.Context, brandID, id int64, reason string) error {
+	rec, err := im.s.db.FindImport(ctx, brandID, id)
+	if err != nil {
+		return err
+	}
+	return im.fail(ctx, rec, errors.New(reason))
+}
+
+// fail ends the import as failed; the reason is shown to the caller, so it
+// is an *parley.Error's message or the caller's own text.
+func (im *Importer) fail(ctx context.Context, rec *store.ImportRecord, reason error) error {
+	ctx = context.WithoutCancel(ctx)
+	msg := reason.Error()
+	var pe *parley.Error
+	if errors.As(reason, &pe) {
+		msg = pe.Message
+		if pe.Field != "" && !strings.HasPrefix(msg, pe.Field+":") {
+			msg = pe.Field + ": " + msg
+		}
+	}
+	err := im.s.db.WithTx(ctx, func(tx *store.Tx) error {
+		ok, err := tx.FailImport(ctx, rec.BrandID, rec.ID, msg)
+		if err != nil || !ok {
+			return err
+		}
+		return tx.DeleteImportPhones(ctx, rec.BrandID, rec.ID)
+	})
+	if err == nil {
+		im.s.blob.Delete(ctx, rec.BlobKey)
+	}
+	return err
+}
+
+// importRun is one run of an import.
+type importRun struct {
+	im     *Importer
+	rec    *store.ImportRecord
+	cols   []column
+	fields map[string]*parley.CustomField
+	rd     *csvimport.Reader
+}
+
+// row is a row read and checked, not yet written.
+type row struct {
+	line int64
+	err  *parley.ImportError
+	// user is the user the row creates; fields and upd what it changes in
+	// an existing user (on_duplicate=update).
+	user        *parley.User
+	fields      parley.UserFields
+	upd         map[string]json.RawMessage
+	consentCell bool // messaging_consent had a value
+}
+
+// read reads and checks up to a batch of rows; eof says the file ended.
+func (run *importRun) read(ctx context.Context) ([]*row, bool, error) {
+	n := max(1, run.im.BatchSize)
+	batch := make([]*row, 0, n)
+	for len(batch) < n {
+		rec, line, err := run.rd.Read()
+		var re *csvimport.RowError
+		switch {
+		case errors.Is(err, io.EOF):
+			return batch, true, nil
+		case errors.As(err, &re):
+			batch = append(batch, &row{line: re.Line, err: &parley.ImportError{Line: re.Line, Type: parley.EValidation, Msg: re.Msg}})
+			continue
+		case err != nil:
+			return nil, false, err
+		}
+		r, err := run.check(ctx, rec, line)
+		if err != nil {
+			return nil, false, err
+		}
+		batch = append(batch, r)
+	}
+	return batch, false, nil
+}
+
+// check applies POST /users's validation to a row. Only an internal
+// failure is an error; a bad row comes back with its ImportError.
+func (run *importRun) check(ctx context.Context, rec []string, line int64) (*row, error) {
+	r := &row{line: line}
+	if len(rec) != len(run.cols) {
+		r.err = &parley.ImportError{Line: line, Type: parley.EValidation,
+			Msg: fmt.Sprintf("the row has %d cells; the header has %d columns", len(rec), len(run.cols))}
+		return r, nil
+	}
+	in := parley.UserCreate{PhoneNumber: parley.Null[string](), Channel: parley.Some(parley.ImportChannel)}
+	var custom []byte
+	for i, c := range run.cols {
+		v := strings.TrimSpace(rec[i])
+		if v == "" {
+			continue // an empty cell is no value: null on create, untouched on update
+		}
+		switch c.kind {
+		case colPhone:
+			in.PhoneNumber = parley.Some(v)
+		case colFirstName:
+			in.FirstName = parley.Some(v)
+		case colLastName:
+			in.LastName = parley.Some(v)
+		case colEmail:
+			in.EmailAddress = parley.Some(v)
+		case colDateOfBirth:
+			in.DateOfBirth = parley.Some(v)
+		case colPostalCode:
+			in.PostalCode = parley.Some(v)
+		case colConsent:
+			consent, ok := parseConsent(v)
+			if !ok {
+				r.err = &parley.ImportError{Line: line, Field: c.name, Type: parley.EValidation,
+					Msg: c.name + ": must be true, false, yes, no, 1, 0 or empty"}
+				return r, nil
+			}
+			in.MessagingConsent = parley.Some(consent)
+			r.consentCell = true
+		case colCustom:
+			if custom == nil {
+				custom = append(custom, '{')
+			} else {
+				custom = append(custom, ',')
+			}
+			key, _ := json.Marshal(c.key)
+			custom = append(append(custom, key...), ':')
+			custom = appendCell(custom, run.fields[c.key], v)
+		}
+	}
+	u, err := run.im.s.NewUser(ctx, run.rec.BrandID, in)
+	if err == nil && custom != nil {
+		custom = append(custom, '}')
+		if r.upd, err = parseCustomData(custom, run.fields); err == nil {
+			u.CustomData, err = mergeCustomData(nil, r.upd, nil)
+		}
+	}
+	if err != nil {
+		r.err, err = run.rowError(line, err)
+		return r, err
+	}
+	r.user, r.fields = u, in.UserFields
+	return r, nil
+}
+
+// rowError turns a validation error into the row's report, with the column
+// it names; any other error is an internal failure and is returned.
+func (run *importRun) rowError(line int64, err error) (*parley.ImportError, error) {
+	var pe *parley.Error
+	if !errors.As(err, &pe) {
+		return nil, err
+	}
+	e := &parley.ImportError{Line: line, Field: pe.Field, Type: pe.Code, Msg: pe.Message}
+	// Name the column as the file does: custom_data.tier is the column
+	// custom_tier; custom_data as a whole (its size) is no one column.
+	key, custom := strings.CutPrefix(pe.Field, "custom_data.")
+	for _, c := range run.cols {
+		if (custom && c.kind == colCustom && c.key == key) || (!custom && c.kind != colCustom && strings.EqualFold(c.name, pe.Field)) {
+			e.Field = c.name
+			if rest, ok := strings.CutPrefix(pe.Message, pe.Field+":"); ok {
+				e.Msg = c.name + ":" + rest
+			}
+		}
+	}
+	if pe.Field == "custom_data" {
+		e.Field = ""
+	}
+	return e, nil
+}
+
+// appendCell appends a cell as the JSON value POST /users would take for
+// the field: numbers for INTEGER and FLOAT, 1/0 as numbers for BOOLEAN, the
+// items of a|b|c for LIST, text otherwise. Text that is not what the field
+// wants stays text, so the field's validation reports it.
+func appendCell(b []byte, f *parley.CustomField, v string) []byte {
+	if f == nil || f.CustomDataType != parley.CustomList {
+		typ := 0
+		if f != nil {
+			typ = f.CustomDataType
+		}
+		return appendScalar(b, typ, v)
+	}
+	b = append(b, '[')
+	for i, item := range strings.Split(v, parley.ListSeparator) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendScalar(b, f.Subtype, strings.TrimSpace(item))
+	}
+	return append(b, ']')
+}
+
+func appendScalar(b []byte, typ int, v string) []byte {
+	switch typ {
+	case parley.CustomInteger, parley.CustomFloat:
+		if isJSONNumber(v) {
+			return append(b, v...)
+		}
+	case parley.CustomBoolean:
+		if v == "1" || v == "0" {
+			return append(b, v...)
+		}
+	}
+	s, _ := json.Marshal(v)
+	return append(b, s...)
+}
+
+func isJSONNumber(v string) bool {
+	return v != "" && (v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) && json.Valid([]byte(v))
+}
+
+// outcome is what a row did in one attempt at committing its batch.
+type outcome int
+
+const (
+	outFailed outcome = iota
+	outCreated
+	outUpdated
+	outSkipped
+)
+
+// commit writes a batch, its events, its rejected rows and the import's
+// progress in one transaction. It leaves the rows untouched, so a
+// transaction that is retried starts over.
+func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error {
+	s, rec := run.im.s, run.rec
+	brandID := rec.BrandID
+	update := rec.OnDuplicate == parley.OnDuplicateUpdate
+	next := *rec
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+		next = *rec
+		ok, err := tx.ClaimImportBatch(ctx, brandID, rec.ID, rec.NextOffset)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errLostImport
+		}
+		// The first row of the file with a number has it; later rows with
+		// it are reported, whether in this batch or after an earlier one.
+		first := map[string]int64{}
+		var phones []string
+		var lines []int64
+		for _, r := range batch {
+			if r.err != nil {
+				continue
+			}
+			if _, dup := first[r.user.PhoneNumber]; !dup {
+				first[r.user.PhoneNumber] = r.line
+				phones, lines = append(phones, r.user.PhoneNumber), append(lines, r.line)
+			}
+		}
+		taken, err := tx.ClaimImportPhones(ctx, brandID, rec.ID, phones, lines)
+		if err != nil {
+			return err
+		}
+		maps.Copy(first, taken)
+		errs := make([]*parley.ImportError, len(batch))
+		for i, r := range batch {
+			switch {
+			case r.err != nil:
+				errs[i] = r.err
+			case first[r.user.PhoneNumber] != r.line:
+				errs[i] = duplicateInFile(r, first[r.user.PhoneNumber])
+			}
+		}
+
+		// Every number is offered as a new user, in one statement: the
+		// brand's live-number index refuses those it has, and only they
+		// are looked up. A file of new users so never searches the
+		// brand's users, whose planner statistics lag while an import
+		// grows them.
+		now := parley.Time{Time: tx.Now()}
+		created := make([]*parley.User, len(batch))
+		var creates []*parley.User
+		for i, r := range batch {
+			if errs[i] != nil {
+				continue
+			}
+			u := *r.user
+			u.DateCreated, u.DateLastUpdated = now, now
+			if !r.consentCell && rec.MessagingConsentDefault != nil {
+				c := *rec.MessagingConsentDefault
+				u.MessagingConsent = &c
+			}
+			created[i] = &u
+			creates = append(creates, &u)
+		}
+		if err := tx.InsertUsers(ctx, creates); err != nil {
+			return err
+		}
+		var existing []string
+		for i, u := range created {
+			if u != nil && u.ID == 0 {
+				created[i] = nil
+				existing = append(existing, u.PhoneNumber)
+			}
+		}
+		live, err := tx.FindUsersByPhones(ctx, brandID, existing)
+		if err != nil {
+			return err
+		}
+
+		hooks, err := s.db.ListWebhooks(ctx, tx, brandID, true)
+		if err != nil {
+			return err
+		}
+		em := &batchEmitter{s: s, tx: tx, brandID: brandID, hooks: hooks}
+		var consents []store.ConsentEvent
+		var rejected []parley.ImportError
+		counts := map[outcome]int64{}
+		for i, r := range batch {
+			out := outFailed
+			switch {
+			case errs[i] != nil:
+			case created[i] != nil:
+				u := created[i]
+				out = outCreated
+				if err := em.emit(ctx, parley.EventUserCreated, u); err != nil {
+					return err
+				}
+				if u.MessagingConsent != nil {
+					consents = append(consents, store.ConsentEvent{UserID: u.ID, New: u.MessagingConsent, Source: "import"})
+					if err := em.consent(ctx, u); err != nil {
+						return err
+					}
+				}
+			case live[r.user.PhoneNumber] == nil:
+				return fmt.Errorf("service: import: user %s neither created nor found", r.user.PhoneNumber)
+			case !update:
+				out = outSkipped
+			default:
+				var err error
+				out, errs[i], err = run.merge(ctx, tx, em, r, live[r.user.PhoneNumber], &consents)
+				if err != nil {
+					return err
+				}
+			}
+			if errs[i] != nil {
+				rejected = append(rejected, *errs[i])
+			}
+			counts[out]++
+		}
+		if err := tx.InsertConsentEvents(ctx, brandID, consents); err != nil {
+			return err
+		}
+		if err := em.flush(ctx); err != nil {
+			return err
+		}
+		if err := tx.InsertImportErrors(ctx, brandID, rec.ID, rejected); err != nil {
+			return err
+		}
+
+		next.Status = parley.ImportRunning
+		next.Created += counts[outCreated]
+		next.Updated += counts[outUpdated]
+		next.Skipped += counts[outSkipped]
+		next.Failed += counts[outFailed]
+		next.ProcessedRows += int64(len(batch))
+		next.NextOffset, next.NextLine = run.rd.Offset(), run.rd.Line()
+		if eof {
+			next.Status = parley.ImportCompleted
+			next.DateCompleted = &now
+			if err := tx.DeleteImportPhones(ctx, brandID, rec.ID); err != nil {
+				return err
+			}
+		}
+		return tx.SaveImportProgress(ctx, &next)
+	})
+	if err != nil {
+		return err
+	}
+	*rec = next
+	return nil
+}
+
+// merge applies an update row to the existing user u, as POST /users/{id}
+// would: only the cells with a value change it.
+func (run *importRun) merge(ctx context.Context, tx *store.Tx, em *batchEmitter, r *row, u *parley.User,
+	consents *[]store.ConsentEvent) (outcome, *parley.ImportError, error) {
+	before := *u
+	if err := run.im.s.applyFields(u, &r.fields); err != nil {
+		e, err := run.rowError(r.line, err)
+		return outFailed, e, err
+	}
+	if r.upd != nil {
+		var err error
+		if u.CustomData, err = mergeCustomData(u.CustomData, r.upd, run.fields); err != nil {
+			e, err := run.rowError(r.line, err)
+			return outFailed, e, err
+		}
+	}
+	if sameUser(&before, u) {
+		return outSkipped, nil, nil
+	}
+	u.DateLastUpdated = parley.Time{Time: tx.Now()}
+	if err := tx.UpdateUser(ctx, u); err != nil {
+		return outFailed, nil, err
+	}
+	if err := em.emit(ctx, parley.EventUserUpdated, u); err != nil {
+		return outFailed, nil, err
+	}
+	if !equalBoolPtr(before.MessagingConsent, u.MessagingConsent) {
+		*consents = append(*consents, store.ConsentEvent{UserID: u.ID, Previous: before.MessagingConsent,
+			New: u.MessagingConsent, Source: "import"})
+		if err := em.consent(ctx, u); err != nil {
+			return outFailed, nil, err
+		}
+	}
+	return outUpdated, nil, nil
+}
+
+func duplicateInFile(r *row, firstLine int64) *parley.ImportError {
+	return &parley.ImportError{Line: r.line, Field: "phone_number", Type: parley.EDuplicate,
+		Msg: fmt.Sprintf("Duplicate entry for '%s': line %d of the file has this number", r.user.PhoneNumber, firstLine)}
+}
+
+// batchEmitter collects a batch's events and writes them in one statement
+// at the end of the batch's transaction, their deliveries queued with the
+// transaction's other jobs: the same events and payloads the API emits one
+// by one (D11).
+type batchEmitter struct {
+	s       *Service
+	tx      *store.Tx
+	brandID int64
+	hooks   []*store.WebhookRecord
+	byType  map[string][]*store.WebhookRecord
+
+	events   []*parley.Event
+	payloads [][]byte
+}
+
+func (e *batchEmitter) emit(ctx context.Context, typ string, u *parley.User) error {
+	if len(e.hooks) == 0 {
+		return nil
+	}
+	if e.byType == nil {
+		e.byType = map[string][]*store.WebhookRecord{}
+	}
+	hooks, ok := e.byType[typ]
+	if !ok {
+		hooks = slices.DeleteFunc(slices.Clone(e.hooks), func(w *store.WebhookRecord) bool { return !subscribes(w.EventTypes, typ) })
+		e.byType[typ] = hooks
+	}
+	if len(hooks) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	ev, payload, err := newEvent(e.tx.Now(), typ, data)
+	if err != nil {
+		return err
+	}
+	e.events, e.payloads = append(e.events, ev), append(e.payloads, payload)
+	jobs := e.s.jobsOf(e.tx)
+	for _, w := range hooks {
+		jobs.Webhook(e.brandID, ev.ID, w.ID)
+	}
+	return nil
+}
+
+// flush writes the collected events.
+func (e *batchEmitter) flush(ctx context.Context) error {
+	if len(e.events) == 0 {
+		return nil
+	}
+	return e.tx.InsertEvents(ctx, e.brandID, e.events, e.payloads)
+}
+
+// consent emits user.subscribed or user.unsubscribed for a consent the
+// import set, as the API does (D11).
+func (e *batchEmitter) consent(ctx context.Context, u *parley.User) error {
+	if u.MessagingConsent == nil {
+		return nil
+	}
+	typ := parley.EventUserUnsubscribed
+	if *u.MessagingConsent {
+		typ = parley.EventUserSubscribed
+	}
+	return e.emit(ctx, typ, u)
+}

@@ -1,0 +1,132 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/parleyhq/parley"
+)
+
+// qRecordSignature records a signed write's signature (see SignedWrite).
+const qRecordSignature = `INSERT INTO seen_signatures (expires_at, sig) VALUES (?, ?) ON CONFLICT (expires_at, sig) DO NOTHING`
+
+// qForgetSignature undoes qRecordSignature inside a shared transaction.
+const qForgetSignature = `DELETE FROM seen_signatures WHERE expires_at = ? AND sig = ?`
+
+// recordSignature records the request's signature in its transaction, or
+// fails with ErrReplayed when it is already there (D2). A replay carries
+// the same x-date, so the same expiry: the key collides across nodes.
+func (tx *Tx) recordSignature(ctx context.Context, sw *parley.SignedWrite) error {
+	res, err := tx.exec(ctx, qRecordSignature, micros(sw.Expires), sw.Key)
+	if err != nil {
+		return fmt.Errorf("store: record signature: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return parley.ErrReplayed
+	}
+	return nil
+}
+
+// recordSignatures records the signatures of the batch's writes — with
+// one INSERT that returns the keys it added on PostgreSQL, a one-row
+// INSERT each on SQLite, where one multi-row INSERT … RETURNING cost more
+// than the rows (a new statement for each batch size, and a statement
+// journal) — and reports the writes whose signature was there already:
+// replays. A copy of a request earlier in the batch is held back
+// (errHeldBack).
+func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*groupOp]bool, error) {
+	type sigKey struct {
+		expires int64
+		sig     string
+	}
+	var q strings.Builder
+	var args []any
+	first := map[sigKey]*groupOp{}
+	replayed := map[*groupOp]bool{}
+	for _, op := range batch {
+		sw := op.signed
+		if sw == nil || sw.Recorded() {
+			continue
+		}
+		k := sigKey{micros(sw.Expires), string(sw.Key)}
+		if _, dup := first[k]; dup {
+			op.failed = errHeldBack
+			continue
+		}
+		first[k] = op
+		if tx.db.engine == "sqlite" {
+			if err := tx.recordSignature(ctx, sw); errors.Is(err, parley.ErrReplayed) {
+				replayed[op] = true
+			} else if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		replayed[op] = true // until the INSERT says it added the key
+		if len(args) == 0 {
+			q.WriteString(`INSERT INTO seen_signatures (expires_at, sig) VALUES (?, ?)`)
+		} else {
+			q.WriteString(", (?, ?)")
+		}
+		args = append(args, k.expires, sw.Key)
+	}
+	if len(args) == 0 {
+		return replayed, nil
+	}
+	q.WriteString(` ON CONFLICT (expires_at, sig) DO NOTHING RETURNING expires_at, sig`)
+	rows, err := tx.query(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: record signatures: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k sigKey
+		var sig []byte
+		if err := rows.Scan(&k.expires, &sig); err != nil {
+			return nil, fmt.Errorf("store: record signatures: %w", err)
+		}
+		k.sig = string(sig)
+		if op := first[k]; op != nil {
+			delete(replayed, op)
+		}
+	}
+	return replayed, rows.Err()
+}
+
+// forgetIfFailed takes back the signature of a write that failed without
+// changing anything, so a copy of its request is refused the same way, not
+// as a replay — as a transaction of its own that rolled back would.
+func (op *groupOp) forgetIfFailed(ctx context.Context, tx *Tx) error {
+	sw := op.signed
+	if op.failed == nil || sw == nil || sw.Recorded() {
+		return nil
+	}
+	if _, err := tx.exec(ctx, qForgetSignature, micros(sw.Expires), sw.Key); err != nil {
+		return fmt.Errorf("store: forget signature: %w", err)
+	}
+	return nil
+}
+
+// PurgeExpired deletes the signatures and idempotency keys that have
+// expired, and reports how many rows went.
+func (db *DB) PurgeExpired(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		n = 0
+		for _, q := range []string{
+			`DELETE FROM seen_signatures WHERE expires_at <= ?`,
+			`DELETE FROM idempotency_keys WHERE expires_at <= ?`,
+		} {
+			res, err := tx.exec(ctx, q, micros(tx.now))
+			if err != nil {
+				return fmt.Errorf("store: purge: %w", err)
+			}
+			k, _ := res.RowsAffected()
+			n += k
+		}
+		return nil
+	})
+	return n, err
+}

@@ -249,6 +249,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Unavailable:      store.IsUnavailable,
 		ReplayProtection: !cfg.NoReplayProtection,
 		Idempotency:      a.DB,
+		Signatures:       a.DB,
 		RateLimit:        max(0, cfg.RateLimit),
 		RateBurst:        cfg.RateBurst,
 		OpsOnly:          cfg.Role == "worker",

@@ -55,6 +55,9 @@ func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
 				r = r.WithContext(parley.NewContextWithSignedWrite(r.Context(), req.signed))
 			}
 			err = s.idempotent(w, r, req, h)
+			if err != nil {
+				err = s.recordRefused(r.Context(), req.signed, err)
+			}
 		}
 		if err != nil {
 			s.writeError(w, r, err)

@@ -26,10 +26,53 @@ type IdempotencyStore interface {
 	// StoreIdempotentAnswer keeps a as the answer to kw's request, unless
 	// another request holds or held the key: then it returns that key's
 	// record, and changes nothing.
-	StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, a parley.Answer) (*parley.IdempotencyRecord, error)
+	// It records sw, the request's signature, as RecordSignature does, and
+	// fails with parley.ErrReplayed, changing nothing, when it was there.
+	StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, sw *parley.SignedWrite, a parley.Answer) (*parley.IdempotencyRecord, error)
 	// ReleaseIdempotencyKey forgets the claim that kw's request committed
 	// without an answer, so that a retry runs again.
 	ReleaseIdempotencyKey(ctx context.Context, kw *parley.KeyedWrite) error
+}
+
+// SignatureStore records the signatures of signed writes that no
+// transaction of theirs recorded (D2).
+type SignatureStore interface {
+	// RecordSignature records sw, or fails with parley.ErrReplayed when it
+	// is there already.
+	RecordSignature(ctx context.Context, sw *parley.SignedWrite) error
+}
+
+// recordRefused records the signature of a verified write refused before
+// any transaction recorded it (a 422 from validation, a 404, a 409), so a
+// copy of it is refused as a replay even once the state that refused it
+// has changed: a copy of "create +1…", refused as a duplicate, must not
+// create the contact after it is deleted (D2). A copy that finds the
+// signature recorded gets the replay refusal instead of err. Server errors
+// and "retry shortly" answers are not recorded: their retry may run.
+func (s *Server) recordRefused(ctx context.Context, sw *parley.SignedWrite, err error) error {
+	if sw == nil || sw.Recorded() || s.Signatures == nil || !recordable(err) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	switch rerr := s.Signatures.RecordSignature(ctx, sw); {
+	case errors.Is(rerr, parley.ErrReplayed):
+		return rerr
+	case rerr != nil:
+		s.logger.Warn("signature of a refused write not recorded", "request_id", requestID(ctx), "error", rerr.Error())
+	}
+	return err
+}
+
+// recordable reports whether a write refused with err is settled: a copy
+// of it is a replay.
+func recordable(err error) bool {
+	switch code := parley.ErrorCode(err); code {
+	case parley.ENotAuthenticated, parley.EIdempotencyInUse, parley.ERateLimited, parley.EUnavailable, parley.EInternal:
+		return false
+	default:
+		return statusOf[code] >= 400 && statusOf[code] < 500
+	}
 }
 
 // IdempotencyTTL is how long a key's first response is replayed (D13).
@@ -103,7 +146,14 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, req *request
 				}
 			}
 		default:
-			rec, err := s.Idempotency.StoreIdempotentAnswer(ctx, kw, a)
+			var sw *parley.SignedWrite
+			if req.signed != nil && !req.signed.Recorded() && s.Signatures != nil {
+				sw = req.signed
+			}
+			rec, err := s.Idempotency.StoreIdempotentAnswer(ctx, kw, sw, a)
+			if errors.Is(err, parley.ErrReplayed) {
+				return err
+			}
 			if err != nil {
 				s.logger.Warn("idempotent answer not stored", "request_id", requestID(ctx), "error", err.Error())
 			}

@@ -278,8 +278,8 @@ func TestPurgeRunsPeriodically(t *testing.T) {
 }
 
 // TestReplayRejected: the same signed write sent twice runs once; the
-// second gets 401 "replayed request" and changes nothing (D2). A copy of
-// a request that changed nothing is simply answered again.
+// second gets 401 "replayed request" and changes nothing (D2), whatever
+// the first got.
 func TestReplayRejected(t *testing.T) {
 	e := apitest.New(t)
 	for _, c := range []struct{ method, target, body string }{
@@ -306,17 +306,68 @@ func TestReplayRejected(t *testing.T) {
 			t.Errorf("%s %s: the replay changed the database", c.method, c.target)
 		}
 	}
-	// A rejected write recorded nothing: its copy is rejected the same way.
+	// A refused write is recorded too: its copy is a replay.
 	h0 := authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", []byte(`{"phone_number":"+1415"}`), e.ClientNow())
-	for range 2 {
-		wantError(t, authSend(t, e, "POST", "/api/v1/users", []byte(`{"phone_number":"+1415"}`), h0), 422, parley.EInvalidPhoneNumber)
-	}
+	wantError(t, authSend(t, e, "POST", "/api/v1/users", []byte(`{"phone_number":"+1415"}`), h0), 422, parley.EInvalidPhoneNumber)
+	wantError(t, authSend(t, e, "POST", "/api/v1/users", []byte(`{"phone_number":"+1415"}`), h0), 401, parley.ENotAuthenticated)
 	// Reads are not writes: the same signed GET may be sent again.
 	h := authHeaders(e.CredA.Username, e.CredA.Secret, "GET", "/api/v1/brand", nil, e.ClientNow())
 	for range 2 {
 		if r := authSend(t, e, "GET", "/api/v1/brand", nil, h); r.status != 200 {
 			t.Fatalf("GET again: %d %s", r.status, r.body)
 		}
+	}
+}
+
+// TestReplayOfRefusedWrite: a signed write refused for the state it met
+// (409, 404, 422) cannot succeed later as a copy once the state changed —
+// re-creating a contact just after it was deleted, say (D2). Each refusal
+// is tested with and without an Idempotency-Key, whose refusals take
+// another path (stored answers).
+func TestReplayOfRefusedWrite(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
+			e := apitest.New(t)
+			send := func(method, target string, body []byte, h http.Header) authResp {
+				if keyed {
+					h = h.Clone()
+					h.Set("Idempotency-Key", "k-"+h.Get("x-service-hmac-sha256")) // one key per request
+				}
+				return authSend(t, e, method, target, body, h)
+			}
+			signed := func(method, target string, body []byte) http.Header {
+				return authHeaders(e.CredA.Username, e.CredA.Secret, method, target, body, e.ClientNow())
+			}
+			create := []byte(`{"phone_number":"+14155552671"}`)
+			if r := send("POST", "/api/v1/users", create, signed("POST", "/api/v1/users", create)); r.status != 201 {
+				t.Fatalf("create: %d %s", r.status, r.body)
+			}
+			// 409 while the contact exists; the copy after its deletion is a replay.
+			dup := signed("POST", "/api/v1/users", create)
+			wantError(t, send("POST", "/api/v1/users", create, dup), 409, parley.EDuplicate)
+			// 404 for a contact not yet there; the copy once it exists is a replay.
+			upd := []byte(`{"first_name":"Eve"}`)
+			missing := signed("POST", "/api/v1/users/2", upd)
+			wantError(t, send("POST", "/api/v1/users/2", upd, missing), 404, parley.EUserNotFound)
+			// 422 from validation, before any transaction: recorded all the same.
+			bad := []byte(`{"phone_number":"+1415"}`)
+			invalid := signed("POST", "/api/v1/users", bad)
+			wantError(t, send("POST", "/api/v1/users", bad, invalid), 422, parley.EInvalidPhoneNumber)
+			if r := send("DELETE", "/api/v1/users/1", nil, signed("DELETE", "/api/v1/users/1", nil)); r.status != 200 {
+				t.Fatalf("delete: %d %s", r.status, r.body)
+			}
+			other := []byte(`{"phone_number":"+14155552672"}`)
+			if r := send("POST", "/api/v1/users", other, signed("POST", "/api/v1/users", other)); r.status != 201 {
+				t.Fatalf("second create: %d %s", r.status, r.body)
+			}
+			before := e.State(t)
+			wantError(t, send("POST", "/api/v1/users", create, dup), 401, parley.ENotAuthenticated)
+			wantError(t, send("POST", "/api/v1/users/2", upd, missing), 401, parley.ENotAuthenticated)
+			wantError(t, send("POST", "/api/v1/users", bad, invalid), 401, parley.ENotAuthenticated)
+			if e.State(t) != before {
+				t.Error("a copy of a refused write changed the database")
+			}
+		})
 	}
 }
 
@@ -674,9 +725,9 @@ type afterCounter struct {
 	n atomic.Int64
 }
 
-func (c *afterCounter) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, a parley.Answer) (*parley.IdempotencyRecord, error) {
+func (c *afterCounter) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, sw *parley.SignedWrite, a parley.Answer) (*parley.IdempotencyRecord, error) {
 	c.n.Add(1)
-	return c.IdempotencyStore.StoreIdempotentAnswer(ctx, kw, a)
+	return c.IdempotencyStore.StoreIdempotentAnswer(ctx, kw, sw, a)
 }
 
 func (c *afterCounter) ReleaseIdempotencyKey(ctx context.Context, kw *parley.KeyedWrite) error {

@@ -79,6 +79,9 @@ type Config struct {
 	// ReplayProtection makes a signed write run once (D2): its signature is
 	// recorded with its change, and a copy fails as replayed.
 	ReplayProtection bool
+	// Signatures records the signatures of refused writes under
+	// ReplayProtection; nil records only those of writes that committed.
+	Signatures SignatureStore
 	// Idempotency stores responses to Idempotency-Key requests (D13);
 	// nil ignores the header.
 	Idempotency IdempotencyStore

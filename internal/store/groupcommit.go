@@ -204,12 +204,14 @@ func (db *DB) runOne(ctx context.Context, op *groupOp) error {
 }
 
 // finish reports the op's outcome once its transaction ended with err.
+// A committed transaction recorded the op's signature whatever the op's
+// own outcome: a copy of a refused request is a replay too (D2).
 func (op *groupOp) finish(err error) {
-	if err == nil {
-		err = op.failed
-	}
 	if err == nil && op.signed != nil {
 		op.signed.MarkRecorded()
+	}
+	if err == nil {
+		err = op.failed
 	}
 	if err == nil && op.keyed != nil {
 		op.keyed.MarkClaimed(op.answer)
@@ -247,7 +249,9 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 }
 
 // run runs the op's write and renders the answer it names. A write that
-// fails without changing anything (Unchanged) fails alone.
+// fails without changing anything (Unchanged) fails alone; its signature
+// stays recorded, so a copy sent once the state has changed cannot
+// succeed where the request was refused (D2).
 func (op *groupOp) run(ctx context.Context, tx *Tx) error {
 	tx.result = nil
 	err := op.fn(ctx, tx)
@@ -255,7 +259,7 @@ func (op *groupOp) run(ctx context.Context, tx *Tx) error {
 	switch {
 	case errors.As(err, &u):
 		op.failed = u.error
-		return op.forgetIfFailed(ctx, tx)
+		return nil
 	case err != nil:
 		return err
 	}

@@ -225,7 +225,7 @@ func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		k := brandKey{kw.BrandID, kw.Key}
 		if first[k] {
 			op.failed = errHeldBack
-			if err := op.forgetIfFailed(ctx, tx); err != nil {
+			if err := op.forgetSignature(ctx, tx); err != nil {
 				return err
 			}
 			continue
@@ -246,9 +246,6 @@ func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		op.failed = &parley.KeyTaken{Record: *rec}
 		if err := tx.db.openAnswer(k.brand, k.key, rec); err != nil {
 			op.failed = err
-		}
-		if err := op.forgetIfFailed(ctx, tx); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -366,10 +363,12 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 // transaction of the request stored one: a refusal that wrote nothing, or
 // a write that stored only its claim. When another request holds or held
 // the key, it changes nothing and returns the key as stored: that is the
-// answer the request must give instead.
-func (db *DB) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, a parley.Answer) (*parley.IdempotencyRecord, error) {
+// answer the request must give instead. It records sw, the request's
+// signature, in the same transaction (see RecordSignature); a copy of a
+// recorded request fails with parley.ErrReplayed and stores nothing.
+func (db *DB) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, sw *parley.SignedWrite, a parley.Answer) (*parley.IdempotencyRecord, error) {
 	var rec *parley.IdempotencyRecord
-	err := db.inGroup(ctx, &groupOp{storing: kw, fn: func(ctx context.Context, tx *Tx) error {
+	err := db.inGroup(ctx, &groupOp{storing: kw, signed: sw, fn: func(ctx context.Context, tx *Tx) error {
 		stored, err := tx.putKey(ctx, kw, &a)
 		if err != nil || stored {
 			rec = nil

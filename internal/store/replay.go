@@ -12,7 +12,7 @@ import (
 // qRecordSignature records a signed write's signature (see SignedWrite).
 const qRecordSignature = `INSERT INTO seen_signatures (expires_at, sig) VALUES (?, ?) ON CONFLICT (expires_at, sig) DO NOTHING`
 
-// qForgetSignature undoes qRecordSignature inside a shared transaction.
+// qForgetSignature undoes qRecordSignature for a write held back from its group.
 const qForgetSignature = `DELETE FROM seen_signatures WHERE expires_at = ? AND sig = ?`
 
 // recordSignature records the request's signature in its transaction, or
@@ -95,18 +95,27 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 	return replayed, rows.Err()
 }
 
-// forgetIfFailed takes back the signature of a write that failed without
-// changing anything, so a copy of its request is refused the same way, not
-// as a replay — as a transaction of its own that rolled back would.
-func (op *groupOp) forgetIfFailed(ctx context.Context, tx *Tx) error {
+// forgetSignature takes back the signature of a write held back from its
+// group (errHeldBack): it runs again alone, where the signature is
+// recorded, or found, for real.
+func (op *groupOp) forgetSignature(ctx context.Context, tx *Tx) error {
 	sw := op.signed
-	if op.failed == nil || sw == nil || sw.Recorded() {
+	if sw == nil || sw.Recorded() {
 		return nil
 	}
 	if _, err := tx.exec(ctx, qForgetSignature, micros(sw.Expires), sw.Key); err != nil {
 		return fmt.Errorf("store: forget signature: %w", err)
 	}
 	return nil
+}
+
+// RecordSignature records the signature of a signed write that no
+// transaction recorded — a request refused before it reached the store,
+// or whose transaction rolled back — so that a copy of it is refused as a
+// replay even once the state that refused it has changed (D2). It fails
+// with parley.ErrReplayed when the signature is there already.
+func (db *DB) RecordSignature(ctx context.Context, sw *parley.SignedWrite) error {
+	return db.inGroup(ctx, &groupOp{signed: sw, fn: func(context.Context, *Tx) error { return nil }})
 }
 
 // PurgeExpired deletes the signatures and idempotency keys that have

@@ -19,7 +19,7 @@ type File struct {
 type FileService interface {
 	// UploadFile sniffs r's type, streams it to the blob store and records
 	// it. EUnsupportedMediaType, EValidation (empty), EPayloadTooLarge.
-	UploadFile(ctx context.Context, brandID int64, fileName string, r io.Reader) (*File, error)
+	UploadFile(ctx context.Context, o Origin, brandID int64, fileName string, r io.Reader) (*File, error)
 	// FindFileByID returns ENotFound for a missing file.
 	FindFileByID(ctx context.Context, brandID int64, id string) (*File, error)
 	// OpenFile opens a file's content; the caller closes it.

@@ -81,7 +81,7 @@ type ImportService interface {
 	// CreateImport checks the file (a UTF-8 CSV with a header naming known
 	// columns and at least one row), stores it and queues its import.
 	// EValidation, EUnsupportedMediaType (not CSV text), EPayloadTooLarge.
-	CreateImport(ctx context.Context, brandID int64, fileName string, r io.Reader, opt ImportOptions) (*Import, error)
+	CreateImport(ctx context.Context, o Origin, brandID int64, fileName string, r io.Reader, opt ImportOptions) (*Import, error)
 	// FindImport returns ENotFound for a missing import.
 	FindImport(ctx context.Context, brandID, id int64) (*Import, error)
 	// ListImports returns one page, newest first, and the next cursor ("" at

@@ -67,7 +67,7 @@ type MessageFilter struct {
 type MessageService interface {
 	// SendMessage stores the message as queued and enqueues its delivery in
 	// the same transaction. EValidation, EUserNotFound, EInvalidMediaItem.
-	SendMessage(ctx context.Context, brandID int64, in MessageCreate) (*Message, error)
+	SendMessage(ctx context.Context, o Origin, brandID int64, in MessageCreate) (*Message, error)
 	// FindMessageByID returns ENotFound for a missing message.
 	FindMessageByID(ctx context.Context, brandID, id int64) (*Message, error)
 	// ListMessages returns one page and the cursor of the next ("" at the end).

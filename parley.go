@@ -6,7 +6,6 @@ package parley
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strconv"
 	"sync/atomic"
@@ -110,8 +109,6 @@ func (o Optional[T]) Ptr() *T {
 	return &v
 }
 
-type signedWriteKey struct{}
-
 // SignedWrite is the signature of a signed POST, PUT or DELETE (D2). The
 // first transaction the request commits records it, in the same commit
 // as the change, so a copy of the request changes nothing: its
@@ -143,8 +140,6 @@ type Answer struct {
 	ContentType string
 	Body        []byte
 }
-
-type keyedWriteKey struct{}
 
 // KeyedWrite is a POST's Idempotency-Key (D13) on its way to the write that
 // makes the request's change. That write's transaction claims the key —
@@ -196,32 +191,8 @@ type KeyTaken struct{ Record IdempotencyRecord }
 
 func (e *KeyTaken) Error() string { return "parley: idempotency key held by another request" }
 
-// NewContextWithKeyedWrite returns ctx carrying the request's Idempotency-Key.
-func NewContextWithKeyedWrite(ctx context.Context, w *KeyedWrite) context.Context {
-	return context.WithValue(ctx, keyedWriteKey{}, w)
-}
-
-// KeyedWriteFromContext returns the request's Idempotency-Key, nil when it
-// sent none.
-func KeyedWriteFromContext(ctx context.Context) *KeyedWrite {
-	w, _ := ctx.Value(keyedWriteKey{}).(*KeyedWrite)
-	return w
-}
-
 // ErrReplayed answers a signed write whose signature was already recorded.
 var ErrReplayed = &Error{Code: ENotAuthenticated, Message: "HMAC signature verification failed: replayed request"}
-
-// NewContextWithSignedWrite returns ctx carrying the request's signature.
-func NewContextWithSignedWrite(ctx context.Context, w *SignedWrite) context.Context {
-	return context.WithValue(ctx, signedWriteKey{}, w)
-}
-
-// SignedWriteFromContext returns the request's signature, nil when it is
-// not a signed write or replay protection is off.
-func SignedWriteFromContext(ctx context.Context) *SignedWrite {
-	w, _ := ctx.Value(signedWriteKey{}).(*SignedWrite)
-	return w
-}
 
 // CustomDataKey returns the custom_data key of a field name: lowercase, every
 // run of characters other than letters and digits turned into one "_", with

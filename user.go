@@ -62,17 +62,18 @@ var Channels = []string{"FILE", "SHOPIFY", "KLAVIYO", "GORGIAS", "SLACK"}
 
 // UserService manages a brand's users. Every method is scoped to brandID;
 // another brand's user answers EUserNotFound exactly like a missing one.
+// The methods that change things take the change's Origin.
 type UserService interface {
 	// CreateUser returns EValidation, EInvalidPhoneNumber, EInvalidPostalCode,
 	// EInvalidCustomData or EDuplicate.
-	CreateUser(ctx context.Context, brandID int64, in UserCreate) (*User, error)
+	CreateUser(ctx context.Context, o Origin, brandID int64, in UserCreate) (*User, error)
 	// FindUserByID returns EUserNotFound for a missing or deleted user.
 	FindUserByID(ctx context.Context, brandID, id int64) (*User, error)
 	// FindUserByPhone returns EInvalidPhoneNumber or EUserNotFound.
 	FindUserByPhone(ctx context.Context, brandID int64, phone string) (*User, error)
 	// UpdateUser changes only the members set in in; EUserNotFound and the
 	// validation codes of CreateUser.
-	UpdateUser(ctx context.Context, brandID, id int64, in UserUpdate) (*User, error)
+	UpdateUser(ctx context.Context, o Origin, brandID, id int64, in UserUpdate) (*User, error)
 	// DeleteUser marks the user deleted and returns it; EUserNotFound.
-	DeleteUser(ctx context.Context, brandID, id int64) (*User, error)
+	DeleteUser(ctx context.Context, o Origin, brandID, id int64) (*User, error)
 }

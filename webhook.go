@@ -84,16 +84,16 @@ type WebhookDelivery struct {
 // WebhookService manages a brand's endpoints. ENotFound for another
 // brand's or a missing endpoint.
 type WebhookService interface {
-	CreateWebhook(ctx context.Context, brandID int64, in WebhookCreate) (*Webhook, error)
+	CreateWebhook(ctx context.Context, o Origin, brandID int64, in WebhookCreate) (*Webhook, error)
 	ListWebhooks(ctx context.Context, brandID int64) ([]*Webhook, error)
 	FindWebhook(ctx context.Context, brandID, id int64) (*Webhook, error)
-	UpdateWebhook(ctx context.Context, brandID, id int64, in WebhookUpdate) (*Webhook, error)
-	DeleteWebhook(ctx context.Context, brandID, id int64) (*Webhook, error)
-	RotateWebhookSecret(ctx context.Context, brandID, id int64) (*Webhook, error)
+	UpdateWebhook(ctx context.Context, o Origin, brandID, id int64, in WebhookUpdate) (*Webhook, error)
+	DeleteWebhook(ctx context.Context, o Origin, brandID, id int64) (*Webhook, error)
+	RotateWebhookSecret(ctx context.Context, o Origin, brandID, id int64) (*Webhook, error)
 	// ListWebhookDeliveries returns attempts, newest first, and the next cursor.
 	ListWebhookDeliveries(ctx context.Context, brandID, id int64, limit int, cursor string) ([]*WebhookDelivery, string, error)
 	// TestWebhook queues a webhook.test event to the endpoint and returns it.
-	TestWebhook(ctx context.Context, brandID, id int64) (*Event, error)
+	TestWebhook(ctx context.Context, o Origin, brandID, id int64) (*Event, error)
 	// RetryWebhookDelivery queues the attempt's event to its endpoint again.
-	RetryWebhookDelivery(ctx context.Context, brandID, id, deliveryID int64) (*WebhookDelivery, error)
+	RetryWebhookDelivery(ctx context.Context, o Origin, brandID, id, deliveryID int64) (*WebhookDelivery, error)
 }

@@ -216,7 +216,7 @@ func testRoundTrip(t *testing.T, postgres bool) {
 		if channel != "" {
 			in.Channel = parley.Some(channel)
 		}
-		u, err := a.Service.CreateUser(t.Context(), fromID, in)
+		u, err := a.Service.CreateUser(t.Context(), parley.Origin{}, fromID, in)
 		if err != nil {
 			t.Fatalf("CreateUser %s: %v", phone, err)
 		}
@@ -233,7 +233,7 @@ func testRoundTrip(t *testing.T, postgres bool) {
 	create("+14152000003", parley.UserFields{PostalCode: parley.Some("00000")}, "")
 	create("+14152000004", parley.UserFields{}, "")
 	gone := create("+14152000005", parley.UserFields{FirstName: parley.Some("Gone")}, "")
-	if _, err := a.Service.DeleteUser(t.Context(), fromID, gone.ID); err != nil {
+	if _, err := a.Service.DeleteUser(t.Context(), parley.Origin{}, fromID, gone.ID); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()

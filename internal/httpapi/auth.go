@@ -28,7 +28,13 @@ type request struct {
 	body    []byte   // jsonBody, noBody
 	upload  *os.File // multipartBody: the whole raw body, digest checked
 	signed  *parley.SignedWrite
+	keyed   *parley.KeyedWrite // the Idempotency-Key, if the request sent one
 }
+
+// origin is the Origin of the changes the request asks for: a signed API
+// request, with its signature and key, which the store checks and records
+// in the change's own transaction (D2, D13).
+func (req *request) origin() parley.Origin { return parley.APIOrigin(req.signed, req.keyed) }
 
 type apiHandler func(w http.ResponseWriter, r *http.Request, req *request) error
 
@@ -50,9 +56,6 @@ func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
 		if err == nil {
 			if info := infoFrom(r.Context()); info != nil {
 				info.brandID = req.brandID
-			}
-			if req.signed != nil {
-				r = r.WithContext(parley.NewContextWithSignedWrite(r.Context(), req.signed))
 			}
 			err = s.idempotent(w, r, req, h)
 			if err != nil {

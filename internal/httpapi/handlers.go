@@ -25,8 +25,8 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, req *request
 	if err := decodeJSON(req.body, &in, nil); err != nil {
 		return err
 	}
-	return answer(w, r, http.StatusCreated, func(ctx context.Context) (*parley.User, error) {
-		return s.Users.CreateUser(ctx, req.brandID, in)
+	return answer(w, r, req, http.StatusCreated, func(ctx context.Context) (*parley.User, error) {
+		return s.Users.CreateUser(ctx, req.origin(), req.brandID, in)
 	})
 }
 
@@ -70,8 +70,8 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request, req *request
 	if err := decodeJSON(req.body, &in, updateNotAllowed); err != nil {
 		return err
 	}
-	return answer(w, r, http.StatusOK, func(ctx context.Context) (*parley.User, error) {
-		return s.Users.UpdateUser(ctx, req.brandID, id, in)
+	return answer(w, r, req, http.StatusOK, func(ctx context.Context) (*parley.User, error) {
+		return s.Users.UpdateUser(ctx, req.origin(), req.brandID, id, in)
 	})
 }
 
@@ -80,7 +80,7 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, req *request
 	if err != nil {
 		return err
 	}
-	u, err := s.Users.DeleteUser(r.Context(), req.brandID, id)
+	u, err := s.Users.DeleteUser(r.Context(), req.origin(), req.brandID, id)
 	if err != nil {
 		return err
 	}
@@ -93,8 +93,8 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, req *reques
 	if err := decodeJSON(req.body, &in, nil); err != nil {
 		return err
 	}
-	return answer(w, r, http.StatusCreated, func(ctx context.Context) (*parley.Message, error) {
-		return s.Messages.SendMessage(ctx, req.brandID, in)
+	return answer(w, r, req, http.StatusCreated, func(ctx context.Context) (*parley.Message, error) {
+		return s.Messages.SendMessage(ctx, req.origin(), req.brandID, in)
 	})
 }
 
@@ -162,8 +162,8 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, req *request
 			part.Close()
 			continue
 		}
-		err = answer(w, r, http.StatusCreated, func(ctx context.Context) (*parley.File, error) {
-			return s.Files.UploadFile(ctx, req.brandID, part.FileName(), part)
+		err = answer(w, r, req, http.StatusCreated, func(ctx context.Context) (*parley.File, error) {
+			return s.Files.UploadFile(ctx, req.origin(), req.brandID, part.FileName(), part)
 		})
 		part.Close()
 		return err

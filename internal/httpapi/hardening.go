@@ -121,7 +121,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, req *request
 		// never overtaken by its retry.
 		LockedUntil: now.Add(s.RequestTimeout + saveTimeout + 5*time.Second).Truncate(time.Microsecond),
 		Expires:     now.Add(IdempotencyTTL)}
-	r = r.WithContext(parley.NewContextWithKeyedWrite(r.Context(), kw))
+	req.keyed = kw
 
 	bw := &bufferedWriter{header: http.Header{}}
 	err := h(bw, r, req)
@@ -190,8 +190,8 @@ const saveTimeout = 10 * time.Second
 // Idempotency-Key, the transaction of the call's change stores the same
 // answer with the change (D13): it is rendered once, in that transaction,
 // and the bytes stored are the bytes sent.
-func answer[T any](w http.ResponseWriter, r *http.Request, status int, call func(context.Context) (T, error)) error {
-	kw := parley.KeyedWriteFromContext(r.Context())
+func answer[T any](w http.ResponseWriter, r *http.Request, req *request, status int, call func(context.Context) (T, error)) error {
+	kw := req.keyed
 	if kw != nil {
 		kw.Encode = func(v any) (parley.Answer, error) { return encodeJSON(status, v) }
 	}

@@ -629,9 +629,9 @@ func TestIdempotencyServerErrorNotStored(t *testing.T) {
 				r.Header = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
 				r.Header.Set("Idempotency-Key", "flaky")
 				w := httptest.NewRecorder()
-				httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(w http.ResponseWriter, r *http.Request) error {
+				httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(w http.ResponseWriter, r *http.Request, o parley.Origin) error {
 					if claimed { // a write that names no result: it only claims the key
-						if err := e.App.DB.WithTx(r.Context(), func(*store.Tx) error { writes.Add(1); return nil }); err != nil {
+						if err := e.App.DB.WithOriginTx(r.Context(), o, func(*store.Tx) error { writes.Add(1); return nil }); err != nil {
 							return err
 						}
 					}
@@ -710,7 +710,7 @@ func TestIdempotencyEmptyAnswer(t *testing.T) {
 		r.Header = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/users", body, e.ClientNow())
 		r.Header.Set("Idempotency-Key", "quiet")
 		w := httptest.NewRecorder()
-		httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(http.ResponseWriter, *http.Request) error { return nil })
+		httpapi.RunIdempotent(e.App.Server, w, r, e.BrandA.ID, func(http.ResponseWriter, *http.Request, parley.Origin) error { return nil })
 		if w.Code != 200 || (i == 1 && w.Header().Get("Idempotent-Replayed") != "true") {
 			t.Fatalf("request %d: %d replayed=%q", i+1, w.Code, w.Header().Get("Idempotent-Replayed"))
 		}

@@ -47,8 +47,8 @@ func (s *Server) createImport(w http.ResponseWriter, r *http.Request, req *reque
 			part.Close()
 			continue
 		}
-		err = answer(w, r, http.StatusCreated, func(ctx context.Context) (*parley.Import, error) {
-			return s.Imports.CreateImport(ctx, req.brandID, part.FileName(), part, opt)
+		err = answer(w, r, req, http.StatusCreated, func(ctx context.Context) (*parley.Import, error) {
+			return s.Imports.CreateImport(ctx, req.origin(), req.brandID, part.FileName(), part, opt)
 		})
 		part.Close()
 		return err

@@ -13,8 +13,8 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, req *requ
 	if err := decodeJSON(req.body, &in, nil); err != nil {
 		return err
 	}
-	return answer(w, r, http.StatusCreated, func(ctx context.Context) (*parley.Webhook, error) {
-		return s.Webhooks.CreateWebhook(ctx, req.brandID, in)
+	return answer(w, r, req, http.StatusCreated, func(ctx context.Context) (*parley.Webhook, error) {
+		return s.Webhooks.CreateWebhook(ctx, req.origin(), req.brandID, in)
 	})
 }
 
@@ -52,8 +52,8 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, req *requ
 	if err := decodeJSON(req.body, &in, nil); err != nil {
 		return err
 	}
-	return answer(w, r, http.StatusOK, func(ctx context.Context) (*parley.Webhook, error) {
-		return s.Webhooks.UpdateWebhook(ctx, req.brandID, id, in)
+	return answer(w, r, req, http.StatusOK, func(ctx context.Context) (*parley.Webhook, error) {
+		return s.Webhooks.UpdateWebhook(ctx, req.origin(), req.brandID, id, in)
 	})
 }
 
@@ -62,7 +62,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, req *requ
 	if err != nil {
 		return err
 	}
-	wh, err := s.Webhooks.DeleteWebhook(r.Context(), req.brandID, id)
+	wh, err := s.Webhooks.DeleteWebhook(r.Context(), req.origin(), req.brandID, id)
 	if err != nil {
 		return err
 	}
@@ -75,8 +75,8 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, req
 	if err != nil {
 		return err
 	}
-	return answer(w, r, http.StatusOK, func(ctx context.Context) (*parley.Webhook, error) {
-		return s.Webhooks.RotateWebhookSecret(ctx, req.brandID, id)
+	return answer(w, r, req, http.StatusOK, func(ctx context.Context) (*parley.Webhook, error) {
+		return s.Webhooks.RotateWebhookSecret(ctx, req.origin(), req.brandID, id)
 	})
 }
 
@@ -109,8 +109,8 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	return answer(w, r, http.StatusOK, func(ctx context.Context) (*parley.Event, error) {
-		return s.Webhooks.TestWebhook(ctx, req.brandID, id)
+	return answer(w, r, req, http.StatusOK, func(ctx context.Context) (*parley.Event, error) {
+		return s.Webhooks.TestWebhook(ctx, req.origin(), req.brandID, id)
 	})
 }
 
@@ -123,7 +123,7 @@ func (s *Server) retryWebhookDelivery(w http.ResponseWriter, r *http.Request, re
 	if err != nil {
 		return err
 	}
-	return answer(w, r, http.StatusOK, func(ctx context.Context) (*parley.WebhookDelivery, error) {
-		return s.Webhooks.RetryWebhookDelivery(ctx, req.brandID, id, did)
+	return answer(w, r, req, http.StatusOK, func(ctx context.Context) (*parley.WebhookDelivery, error) {
+		return s.Webhooks.RetryWebhookDelivery(ctx, req.origin(), req.brandID, id, did)
 	})
 }

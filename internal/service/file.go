@@ -29,7 +29,7 @@ const maxFileNameLen = 255
 // UploadFile implements parley.FileService: it sniffs the type from the
 // content (D9), streams the content to the blob store without holding it in
 // memory, and records the file once the blob is written.
-func (s *Service) UploadFile(ctx context.Context, brandID int64, fileName string, r io.Reader) (*parley.File, error) {
+func (s *Service) UploadFile(ctx context.Context, o parley.Origin, brandID int64, fileName string, r io.Reader) (*parley.File, error) {
 	src := &sourceReader{r: r}
 	r = src
 	head := make([]byte, media.SniffLen)
@@ -82,7 +82,7 @@ func (s *Service) UploadFile(ctx context.Context, brandID int64, fileName string
 	}
 	f.Size = size
 
-	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err = s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		f.UploadedAt = parley.Time{Time: tx.Now()}
 		tx.Answer(f)
 		return tx.InsertFile(ctx, f, key)

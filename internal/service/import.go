@@ -161,13 +161,13 @@ func parseImportOptions(opt parley.ImportOptions) (onDup string, consent *bool, 
 }
 
 // CreateImport implements parley.ImportService.
-func (im *Importer) CreateImport(ctx context.Context, brandID int64, fileName string, r io.Reader, opt parley.ImportOptions) (*parley.Import, error) {
+func (im *Importer) CreateImport(ctx context.Context, o parley.Origin, brandID int64, fileName string, r io.Reader, opt parley.ImportOptions) (*parley.Import, error) {
 	rec, err := im.storeImport(ctx, brandID, fileName, r, opt)
 	if err != nil {
 		return nil, err
 	}
 	var out parley.Import
-	err = im.s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err = im.s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		if err := tx.InsertImport(ctx, rec); err != nil {
 			return err
 		}

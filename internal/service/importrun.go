@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -360,7 +361,8 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 	brandID := rec.BrandID
 	update := rec.OnDuplicate == parley.OnDuplicateUpdate
 	next := *rec
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+	o := parley.Origin{Source: parley.SourceImport, Detail: strconv.FormatInt(rec.ID, 10)}
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		next = *rec
 		ok, err := tx.ClaimImportBatch(ctx, brandID, rec.ID, rec.NextOffset)
 		if err != nil {

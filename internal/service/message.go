@@ -23,7 +23,7 @@ const (
 var messageTypes = []string{parley.TypeConversational, parley.TypeMarketing, parley.TypeTransactional}
 
 // SendMessage implements parley.MessageService.
-func (s *Service) SendMessage(ctx context.Context, brandID int64, in parley.MessageCreate) (*parley.Message, error) {
+func (s *Service) SendMessage(ctx context.Context, o parley.Origin, brandID int64, in parley.MessageCreate) (*parley.Message, error) {
 	m, err := validateMessage(in)
 	if err != nil {
 		return nil, err
@@ -31,7 +31,7 @@ func (s *Service) SendMessage(ctx context.Context, brandID int64, in parley.Mess
 	m.BrandID = brandID
 	// Sends that arrive together share a transaction (store.WithGroupTx),
 	// and their jobs one insert.
-	err = s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+	err = s.db.WithGroupTx(ctx, o, func(ctx context.Context, tx *store.Tx) error {
 		if len(m.MediaItemUUIDs) > 0 {
 			// The user is checked first, so a missing user is the error
 			// reported when the media are wrong too.

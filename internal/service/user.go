@@ -13,12 +13,12 @@ import (
 // CreateUser implements parley.UserService. Creates that arrive together
 // share a transaction (store.WithGroupTx): a create costs a fraction of a
 // commit — of SQLite's single writer, of PostgreSQL's wait for the disk.
-func (s *Service) CreateUser(ctx context.Context, brandID int64, in parley.UserCreate) (*parley.User, error) {
+func (s *Service) CreateUser(ctx context.Context, o parley.Origin, brandID int64, in parley.UserCreate) (*parley.User, error) {
 	u, err := s.NewUser(ctx, brandID, in)
 	if err != nil {
 		return nil, err
 	}
-	err = s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+	err = s.db.WithGroupTx(ctx, o, func(ctx context.Context, tx *store.Tx) error {
 		u.DateCreated = parley.Time{Time: tx.Now()}
 		u.DateLastUpdated = u.DateCreated
 		if err := tx.InsertUser(ctx, u); err != nil {
@@ -132,7 +132,7 @@ func (s *Service) FindUserByPhone(ctx context.Context, brandID int64, raw string
 }
 
 // UpdateUser implements parley.UserService.
-func (s *Service) UpdateUser(ctx context.Context, brandID, id int64, in parley.UserUpdate) (*parley.User, error) {
+func (s *Service) UpdateUser(ctx context.Context, o parley.Origin, brandID, id int64, in parley.UserUpdate) (*parley.User, error) {
 	// Validate everything that needs no current state before taking the
 	// write lock.
 	probe := &parley.User{}
@@ -156,7 +156,7 @@ func (s *Service) UpdateUser(ctx context.Context, brandID, id int64, in parley.U
 	// Updates that arrive together share a transaction (store.WithGroupTx);
 	// a refusal after the read changed nothing, so it fails alone.
 	var out *parley.User
-	err = s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+	err = s.db.WithGroupTx(ctx, o, func(ctx context.Context, tx *store.Tx) error {
 		u, err := tx.FindUserForUpdate(ctx, brandID, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Unchanged(parley.UserNotFound(id))
@@ -210,9 +210,9 @@ func equalBoolPtr(a, b *bool) bool {
 }
 
 // DeleteUser implements parley.UserService.
-func (s *Service) DeleteUser(ctx context.Context, brandID, id int64) (*parley.User, error) {
+func (s *Service) DeleteUser(ctx context.Context, o parley.Origin, brandID, id int64) (*parley.User, error) {
 	var out *parley.User
-	err := s.db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+	err := s.db.WithGroupTx(ctx, o, func(ctx context.Context, tx *store.Tx) error {
 		u, err := tx.FindUserForUpdate(ctx, brandID, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Unchanged(parley.UserNotFound(id))

@@ -75,7 +75,7 @@ func checkDescription(d string) error {
 }
 
 // CreateWebhook implements parley.WebhookService.
-func (s *Service) CreateWebhook(ctx context.Context, brandID int64, in parley.WebhookCreate) (*parley.Webhook, error) {
+func (s *Service) CreateWebhook(ctx context.Context, o parley.Origin, brandID int64, in parley.WebhookCreate) (*parley.Webhook, error) {
 	if !in.URL.Valid {
 		return nil, invalid("url", "required")
 	}
@@ -95,7 +95,7 @@ func (s *Service) CreateWebhook(ctx context.Context, brandID int64, in parley.We
 	w := &store.WebhookRecord{Webhook: parley.Webhook{BrandID: brandID, URL: in.URL.Value, Description: in.Description.Value,
 		EventTypes: in.EventTypes.Value}, Secret: s.box.Seal([]byte(secret), webhookAD(brandID))}
 	var out parley.Webhook
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		if err := tx.LockBrand(ctx, brandID); err != nil {
 			return err
 		}
@@ -148,7 +148,7 @@ func (s *Service) FindWebhook(ctx context.Context, brandID, id int64) (*parley.W
 }
 
 // UpdateWebhook implements parley.WebhookService.
-func (s *Service) UpdateWebhook(ctx context.Context, brandID, id int64, in parley.WebhookUpdate) (*parley.Webhook, error) {
+func (s *Service) UpdateWebhook(ctx context.Context, o parley.Origin, brandID, id int64, in parley.WebhookUpdate) (*parley.Webhook, error) {
 	if in.URL.Set {
 		if !in.URL.Valid {
 			return nil, invalid("url", "must not be null")
@@ -172,7 +172,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, brandID, id int64, in parle
 		return nil, invalid("disabled", "must be a boolean, not null")
 	}
 	var out parley.Webhook
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		w, err := findWebhook(ctx, tx, brandID, id)
 		if err != nil {
 			return err
@@ -206,9 +206,9 @@ func (s *Service) UpdateWebhook(ctx context.Context, brandID, id int64, in parle
 }
 
 // DeleteWebhook implements parley.WebhookService.
-func (s *Service) DeleteWebhook(ctx context.Context, brandID, id int64) (*parley.Webhook, error) {
+func (s *Service) DeleteWebhook(ctx context.Context, o parley.Origin, brandID, id int64) (*parley.Webhook, error) {
 	var out parley.Webhook
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		w, err := findWebhook(ctx, tx, brandID, id)
 		if err != nil {
 			return err
@@ -224,10 +224,10 @@ func (s *Service) DeleteWebhook(ctx context.Context, brandID, id int64) (*parley
 
 // RotateWebhookSecret implements parley.WebhookService: the old secret keeps
 // signing beside the new one for 24 h, so receivers can switch over.
-func (s *Service) RotateWebhookSecret(ctx context.Context, brandID, id int64) (*parley.Webhook, error) {
+func (s *Service) RotateWebhookSecret(ctx context.Context, o parley.Origin, brandID, id int64) (*parley.Webhook, error) {
 	secret := webhook.NewSecret()
 	var out parley.Webhook
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		w, err := findWebhook(ctx, tx, brandID, id)
 		if err != nil {
 			return err
@@ -271,9 +271,9 @@ func (s *Service) ListWebhookDeliveries(ctx context.Context, brandID, id int64, 
 }
 
 // TestWebhook implements parley.WebhookService.
-func (s *Service) TestWebhook(ctx context.Context, brandID, id int64) (*parley.Event, error) {
+func (s *Service) TestWebhook(ctx context.Context, o parley.Origin, brandID, id int64) (*parley.Event, error) {
 	var ev *parley.Event
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		w, err := findWebhook(ctx, tx, brandID, id)
 		if err != nil {
 			return err
@@ -291,7 +291,7 @@ func (s *Service) TestWebhook(ctx context.Context, brandID, id int64) (*parley.E
 }
 
 // RetryWebhookDelivery implements parley.WebhookService.
-func (s *Service) RetryWebhookDelivery(ctx context.Context, brandID, id, deliveryID int64) (*parley.WebhookDelivery, error) {
+func (s *Service) RetryWebhookDelivery(ctx context.Context, o parley.Origin, brandID, id, deliveryID int64) (*parley.WebhookDelivery, error) {
 	d, err := s.db.FindWebhookDelivery(ctx, brandID, id, deliveryID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, parley.Errorf(parley.ENotFound, "Delivery with ID [%d] not found.", deliveryID)
@@ -299,7 +299,7 @@ func (s *Service) RetryWebhookDelivery(ctx context.Context, brandID, id, deliver
 	if err != nil {
 		return nil, err
 	}
-	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err = s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		s.jobsOf(tx).Webhook(brandID, d.EventID, id)
 		tx.Answer(d)
 		return nil

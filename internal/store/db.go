@@ -244,6 +244,8 @@ type Tx struct {
 	// result is what the write running in the transaction named as its
 	// request's outcome (see Answer).
 	result any
+	// origin is who asked for the write running in the transaction.
+	origin parley.Origin
 	// committed run once the transaction has committed (see AfterCommit).
 	committed []func()
 	// batches are flushed just before the commit, in the order made (see Batch).
@@ -287,17 +289,25 @@ func (tx *Tx) SQL() *sql.Tx { return tx.tx }
 // Now is the transaction's time.
 func (tx *Tx) Now() time.Time { return tx.now }
 
+// Origin is who asked for the change running in tx (D18).
+func (tx *Tx) Origin() parley.Origin { return tx.origin }
+
 // WithTx runs fn in a transaction, committing when fn returns nil and
 // rolling back otherwise. A transaction that PostgreSQL aborts for a
 // serialization failure or a deadlock is run again, a few times: it was
-// rolled back, so running fn again is safe. A signed request's signature
-// is recorded in its first transaction (D2); its Idempotency-Key is
-// checked before fn runs — fn does not run when another request holds the
-// key (*parley.KeyTaken) — and stored after it, with the answer that fn
-// named with Tx.Answer (D13).
+// rolled back, so running fn again is safe.
 func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
+	return db.WithOriginTx(ctx, parley.Origin{}, fn)
+}
+
+// WithOriginTx is WithTx for a change asked for as o says. A signed
+// request's signature is recorded in its first transaction (D2); its
+// Idempotency-Key is checked before fn runs — fn does not run when another
+// request holds the key (*parley.KeyTaken) — and stored after it, with the
+// answer that fn named with Tx.Answer (D13). Tx.Origin returns o.
+func (db *DB) WithOriginTx(ctx context.Context, o parley.Origin, fn func(tx *Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := db.withTx(ctx, fn)
+		err := db.withTx(ctx, o, fn)
 		if attempt < 4 && isRetryable(err) {
 			continue
 		}
@@ -314,11 +324,11 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 // fails only itself, or the COMMIT's outcome is unknown, which fails all.
 // Once queued, the call waits for the outcome even if ctx ends. A signed
 // request's signature is recorded in the same transaction (D2), and its
-// Idempotency-Key claimed there, as in WithTx (D13). Never call it while
-// holding the writer (inside WithTx): on SQLite the group would wait for
-// it forever.
-func (db *DB) WithGroupTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
-	return db.inGroup(ctx, &groupOp{fn: fn, signed: unrecorded(ctx), keyed: unclaimed(ctx)})
+// Idempotency-Key claimed there, as in WithOriginTx (D13); Tx.Origin
+// returns o while fn runs. Never call it while holding the writer (inside
+// WithTx): on SQLite the group would wait for it forever.
+func (db *DB) WithGroupTx(ctx context.Context, o parley.Origin, fn func(ctx context.Context, tx *Tx) error) error {
+	return db.inGroup(ctx, &groupOp{fn: fn, origin: o, signed: unrecorded(o), keyed: unclaimed(o)})
 }
 
 // Unchanged marks the error of a grouped write (WithGroupTx) that failed
@@ -333,38 +343,38 @@ type unchanged struct{ error }
 
 func (u unchanged) Unwrap() error { return u.error }
 
-// unrecorded returns ctx's signed write if its signature is yet to be
+// unrecorded returns o's signed write if its signature is yet to be
 // recorded.
-func unrecorded(ctx context.Context) *parley.SignedWrite {
-	if sw := parley.SignedWriteFromContext(ctx); sw != nil && !sw.Recorded() {
+func unrecorded(o parley.Origin) *parley.SignedWrite {
+	if sw := o.Signed; sw != nil && !sw.Recorded() {
 		return sw
 	}
 	return nil
 }
 
-// unclaimed returns ctx's Idempotency-Key if no transaction of its request
+// unclaimed returns o's Idempotency-Key if no transaction of its request
 // has claimed it yet.
-func unclaimed(ctx context.Context) *parley.KeyedWrite {
-	if kw := parley.KeyedWriteFromContext(ctx); kw != nil && !kw.Claimed() {
+func unclaimed(o parley.Origin) *parley.KeyedWrite {
+	if kw := o.Keyed; kw != nil && !kw.Claimed() {
 		return kw
 	}
 	return nil
 }
 
-func (db *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
+func (db *DB) withTx(ctx context.Context, o parley.Origin, fn func(tx *Tx) error) error {
 	sqlTx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx := &Tx{tx: sqlTx, now: db.Now().UTC().Truncate(time.Microsecond), db: db}
-	sw := unrecorded(ctx)
+	tx := &Tx{tx: sqlTx, now: db.Now().UTC().Truncate(time.Microsecond), db: db, origin: o}
+	sw := unrecorded(o)
 	if sw != nil {
 		if err := tx.recordSignature(ctx, sw); err != nil {
 			sqlTx.Rollback()
 			return err
 		}
 	}
-	kw := unclaimed(ctx)
+	kw := unclaimed(o)
 	if err := tx.checkKey(ctx, kw); err != nil {
 		sqlTx.Rollback()
 		return err

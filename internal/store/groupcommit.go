@@ -17,6 +17,8 @@ const groupBatch = 256
 // groupOp is one small write waiting for the group commit.
 type groupOp struct {
 	fn func(ctx context.Context, tx *Tx) error
+	// origin is who asked for the write (Tx.Origin while fn runs).
+	origin parley.Origin
 	// signed is the write's request, whose signature the group records
 	// unless it was recorded already (D2).
 	signed *parley.SignedWrite
@@ -253,7 +255,7 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 // stays recorded, so a copy sent once the state has changed cannot
 // succeed where the request was refused (D2).
 func (op *groupOp) run(ctx context.Context, tx *Tx) error {
-	tx.result = nil
+	tx.result, tx.origin = nil, op.origin
 	err := op.fn(ctx, tx)
 	var u unchanged
 	switch {

@@ -31,9 +31,9 @@ func TestSignedWriteOnce(t *testing.T) {
 	exp := time.Now().Add(time.Minute)
 	var fields atomic.Int64
 	write := func(sw *parley.SignedWrite, fail bool) error {
-		ctx := parley.NewContextWithSignedWrite(t.Context(), sw)
+		ctx := t.Context()
 		name := fmt.Sprint("f", fields.Add(1))
-		return db.WithTx(ctx, func(tx *store.Tx) error {
+		return db.WithOriginTx(ctx, parley.Origin{Signed: sw}, func(tx *store.Tx) error {
 			if fail {
 				return errors.New("validation failed")
 			}
@@ -130,11 +130,11 @@ func TestKeyedWrite(t *testing.T) {
 					}
 					return fail
 				}
-				kctx := parley.NewContextWithKeyedWrite(ctx, kw)
+				o := parley.Origin{Keyed: kw}
 				if grouped {
-					return db.WithGroupTx(kctx, fn)
+					return db.WithGroupTx(ctx, o, fn)
 				}
-				return db.WithTx(kctx, func(tx *store.Tx) error { return fn(kctx, tx) })
+				return db.WithOriginTx(ctx, o, func(tx *store.Tx) error { return fn(ctx, tx) })
 			}
 
 			kw := keyedWrite(brand, "k", "request-1", now)
@@ -185,7 +185,7 @@ func TestKeyedWriteClaim(t *testing.T) {
 	db.Now = func() time.Time { return now }
 	field := fieldWrite(brand)
 	write := func(kw *parley.KeyedWrite) error {
-		return db.WithGroupTx(parley.NewContextWithKeyedWrite(ctx, kw), field)
+		return db.WithGroupTx(ctx, parley.Origin{Keyed: kw}, field)
 	}
 	taken := func(err error) *parley.IdempotencyRecord {
 		t.Helper()
@@ -254,9 +254,9 @@ func TestKeyedWriteSameGroup(t *testing.T) {
 	now := time.Now()
 	field := fieldWrite(brand)
 	var ran atomic.Int64
-	_, errs := groupOfWritesCtx(t, db, 2, func(i int) context.Context {
-		ctx := parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: []byte(fmt.Sprint("sig", i)), Expires: now.Add(time.Minute)})
-		return parley.NewContextWithKeyedWrite(ctx, keyedWrite(brand, "same", "request", now))
+	_, errs := groupOfWritesCtx(t, db, 2, func(i int) parley.Origin {
+		return parley.Origin{Signed: &parley.SignedWrite{Key: []byte(fmt.Sprint("sig", i)), Expires: now.Add(time.Minute)},
+			Keyed: keyedWrite(brand, "same", "request", now)}
 	}, func(i int, tx *store.Tx) error {
 		ran.Add(1)
 		tx.Answer(fmt.Sprint("answer of ", i))
@@ -289,8 +289,8 @@ func TestKeyedWriteRace(t *testing.T) {
 	for i := range 40 {
 		wg.Go(func() {
 			key := fmt.Sprint("k", i%4)
-			ctx := parley.NewContextWithKeyedWrite(t.Context(), keyedWrite(brand, key, "request", now))
-			err := db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+			o := parley.Origin{Keyed: keyedWrite(brand, key, "request", now)}
+			err := db.WithGroupTx(t.Context(), o, func(ctx context.Context, tx *store.Tx) error {
 				tx.Answer(key)
 				return field(ctx, tx)
 			})
@@ -331,8 +331,8 @@ func TestKeyedWriteStoredBeside(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Go(func() {
-			ctx := parley.NewContextWithKeyedWrite(t.Context(), keyedWrite(brand, "beside", "request", now))
-			errs[i] = db.WithTx(ctx, func(tx *store.Tx) error {
+			ctx, o := t.Context(), parley.Origin{Keyed: keyedWrite(brand, "beside", "request", now)}
+			errs[i] = db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 				if runs.Add(1) <= 2 {
 					arrived.Done()
 					arrived.Wait() // both have checked the key and found it free
@@ -384,12 +384,11 @@ func TestKeyedWriteGroupsBeside(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Go(func() {
-			ctx := parley.NewContextWithKeyedWrite(t.Context(), keyedWrite(brand, "beside", "request", now))
-			errs[i] = db.WithGroupTx(ctx, write(i))
+			errs[i] = db.WithGroupTx(t.Context(), parley.Origin{Keyed: keyedWrite(brand, "beside", "request", now)}, write(i))
 		})
 		h.queued(1)
 		if i == 1 { // an unkeyed write in the second group, which must commit
-			wg.Go(func() { errs[2] = db.WithGroupTx(t.Context(), field) })
+			wg.Go(func() { errs[2] = db.WithGroupTx(t.Context(), parley.Origin{}, field) })
 			h.queued(2)
 		}
 		h.releaseOne()
@@ -430,14 +429,14 @@ func TestKeyedWriteBesideStoredAnswer(t *testing.T) {
 		refused, storeErr = db.StoreIdempotentAnswer(t.Context(), keyedWrite(brand, "k", "refused", now), nil, parley.Answer{Status: 422, Body: []byte("no")})
 	})
 	wg.Go(func() {
-		ctx := parley.NewContextWithKeyedWrite(t.Context(), keyedWrite(brand, "k", "valid", now))
-		keyedErr = db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		o := parley.Origin{Keyed: keyedWrite(brand, "k", "valid", now)}
+		keyedErr = db.WithGroupTx(t.Context(), o, func(ctx context.Context, tx *store.Tx) error {
 			keyedRuns.Add(1)
 			return field(ctx, tx)
 		})
 	})
 	wg.Go(func() {
-		otherErr = db.WithGroupTx(t.Context(), func(ctx context.Context, tx *store.Tx) error {
+		otherErr = db.WithGroupTx(t.Context(), parley.Origin{}, func(ctx context.Context, tx *store.Tx) error {
 			otherRuns.Add(1)
 			return field(ctx, tx)
 		})
@@ -482,10 +481,10 @@ func TestKeyedWriteUnreadableAnswer(t *testing.T) {
 	brand := mustBrand(t, db1)
 	now := time.Now()
 	field := fieldWrite(brand)
-	kctx := func() context.Context {
-		return parley.NewContextWithKeyedWrite(t.Context(), keyedWrite(brand, "k", "request", now))
+	keyed := func() parley.Origin {
+		return parley.Origin{Keyed: keyedWrite(brand, "k", "request", now)}
 	}
-	if err := db1.WithGroupTx(kctx(), func(ctx context.Context, tx *store.Tx) error {
+	if err := db1.WithGroupTx(t.Context(), keyed(), func(ctx context.Context, tx *store.Tx) error {
 		tx.Answer("sealed")
 		return field(ctx, tx)
 	}); err != nil {
@@ -494,11 +493,11 @@ func TestKeyedWriteUnreadableAnswer(t *testing.T) {
 	db1.Close()
 
 	db2 := open(2)
-	txs, errs := groupOfWritesCtx(t, db2, 3, func(i int) context.Context {
+	txs, errs := groupOfWritesCtx(t, db2, 3, func(i int) parley.Origin {
 		if i == 0 {
-			return kctx()
+			return keyed()
 		}
-		return t.Context()
+		return parley.Origin{}
 	}, func(i int, tx *store.Tx) error { return field(t.Context(), tx) })
 	var taken *parley.KeyTaken
 	if errs[0] == nil || errors.As(errs[0], &taken) || errs[1] != nil || errs[2] != nil {
@@ -518,7 +517,7 @@ func TestKeyedWriteUnreadableAnswer(t *testing.T) {
 	txs = make([]*sql.Tx, 2)
 	for i := range txs {
 		wg.Go(func() {
-			errs[i] = db2.WithGroupTx(t.Context(), func(ctx context.Context, tx *store.Tx) error {
+			errs[i] = db2.WithGroupTx(t.Context(), parley.Origin{}, func(ctx context.Context, tx *store.Tx) error {
 				txs[i] = tx.SQL()
 				return field(ctx, tx)
 			})
@@ -592,8 +591,8 @@ func TestInsertUserGrouped(t *testing.T) {
 	brand := mustBrand(t, db)
 	exp := time.Now().Add(time.Minute)
 	insert := func(sig, phone string) error {
-		ctx := parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: []byte(sig), Expires: exp})
-		return db.WithGroupTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		o := parley.Origin{Signed: &parley.SignedWrite{Key: []byte(sig), Expires: exp}}
+		return db.WithGroupTx(t.Context(), o, func(ctx context.Context, tx *store.Tx) error {
 			return tx.InsertUser(ctx, &parley.User{BrandID: brand, PhoneNumber: phone})
 		})
 	}
@@ -652,18 +651,18 @@ func TestInsertUserGrouped(t *testing.T) {
 // queued, then lets one go, so those share its next transaction; each
 // records the transaction it ran in.
 func groupOfWrites(t *testing.T, db *store.DB, n int, write func(i int, tx *store.Tx) error) (txs []*sql.Tx, errs []error) {
-	return groupOfWritesCtx(t, db, n, func(int) context.Context { return t.Context() }, write)
+	return groupOfWritesCtx(t, db, n, func(int) parley.Origin { return parley.Origin{} }, write)
 }
 
-// groupOfWritesCtx is groupOfWrites with each write's context from ctx.
-func groupOfWritesCtx(t *testing.T, db *store.DB, n int, ctx func(i int) context.Context, write func(i int, tx *store.Tx) error) (txs []*sql.Tx, errs []error) {
+// groupOfWritesCtx is groupOfWrites with each write's Origin from origin.
+func groupOfWritesCtx(t *testing.T, db *store.DB, n int, origin func(i int) parley.Origin, write func(i int, tx *store.Tx) error) (txs []*sql.Tx, errs []error) {
 	t.Helper()
 	h := holdCommitters(t, db)
 	txs, errs = make([]*sql.Tx, n), make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = db.WithGroupTx(ctx(i), func(_ context.Context, tx *store.Tx) error {
+			errs[i] = db.WithGroupTx(t.Context(), origin(i), func(_ context.Context, tx *store.Tx) error {
 				txs[i] = tx.SQL()
 				return write(i, tx)
 			})
@@ -695,7 +694,7 @@ func holdCommitters(t *testing.T, db *store.DB) *held {
 		started, gate := make(chan struct{}), make(chan struct{})
 		h.gates = append(h.gates, gate)
 		go func() {
-			h.errs <- db.WithGroupTx(t.Context(), func(context.Context, *store.Tx) error { close(started); <-gate; return nil })
+			h.errs <- db.WithGroupTx(t.Context(), parley.Origin{}, func(context.Context, *store.Tx) error { close(started); <-gate; return nil })
 		}()
 		<-started
 	}
@@ -801,8 +800,8 @@ func TestWithGroupTxSigned(t *testing.T) {
 		sws[i] = &parley.SignedWrite{Key: []byte(fmt.Sprint("sig", i%3)), Expires: exp} // 3 is a copy of 0
 	}
 	var ran atomic.Int64
-	txs, errs := groupOfWritesCtx(t, db, 4, func(i int) context.Context {
-		return parley.NewContextWithSignedWrite(t.Context(), sws[i])
+	txs, errs := groupOfWritesCtx(t, db, 4, func(i int) parley.Origin {
+		return parley.Origin{Signed: sws[i]}
 	}, func(i int, tx *store.Tx) error {
 		ran.Add(1)
 		name := fmt.Sprint("signed", i)
@@ -826,7 +825,7 @@ func TestWithGroupTxSigned(t *testing.T) {
 		t.Error("two signed writes queued together ran in separate transactions")
 	}
 	copyOf := &parley.SignedWrite{Key: []byte("sig1"), Expires: exp}
-	err := db.WithGroupTx(parley.NewContextWithSignedWrite(t.Context(), copyOf), func(context.Context, *store.Tx) error {
+	err := db.WithGroupTx(t.Context(), parley.Origin{Signed: copyOf}, func(context.Context, *store.Tx) error {
 		t.Error("a later copy ran")
 		return nil
 	})
@@ -837,8 +836,8 @@ func TestWithGroupTxSigned(t *testing.T) {
 	// A group that fails runs write by write, a held-back copy after its
 	// request: the request commits, the copy is a replay.
 	bad := errors.New("fails its group")
-	_, errs = groupOfWritesCtx(t, db, 3, func(i int) context.Context {
-		return parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: []byte(fmt.Sprint("again", i%2)), Expires: exp})
+	_, errs = groupOfWritesCtx(t, db, 3, func(i int) parley.Origin {
+		return parley.Origin{Signed: &parley.SignedWrite{Key: []byte(fmt.Sprint("again", i%2)), Expires: exp}}
 	}, func(i int, tx *store.Tx) error {
 		if i == 1 {
 			return bad
@@ -871,8 +870,8 @@ func TestWithGroupTxUnchanged(t *testing.T) {
 		name := fmt.Sprint("u", i)
 		return tx.CreateCustomField(t.Context(), &parley.CustomField{BrandID: brand, FieldName: name, CustomDataType: parley.CustomString}, name)
 	}
-	txs, errs := groupOfWritesCtx(t, db, 4, func(i int) context.Context {
-		return parley.NewContextWithSignedWrite(t.Context(), sw(i%3)) // 3 is a copy of 0
+	txs, errs := groupOfWritesCtx(t, db, 4, func(i int) parley.Origin {
+		return parley.Origin{Signed: sw(i % 3)} // 3 is a copy of 0
 	}, func(i int, tx *store.Tx) error { return write(i%3, tx) })
 	if errs[1] != missing || errs[2] != nil || (errs[0] == nil) == (errs[3] == nil) {
 		t.Fatalf("outcomes %v; want one of 0 and its copy 3 to commit, %v for 1, nil for 2", errs, missing)
@@ -887,7 +886,7 @@ func TestWithGroupTxUnchanged(t *testing.T) {
 	if err != nil || len(fields) != 2 {
 		t.Fatalf("%d fields committed (%v), want 2", len(fields), err)
 	}
-	err = db.WithGroupTx(parley.NewContextWithSignedWrite(t.Context(), sw(1)), func(_ context.Context, tx *store.Tx) error {
+	err = db.WithGroupTx(t.Context(), parley.Origin{Signed: sw(1)}, func(_ context.Context, tx *store.Tx) error {
 		return write(1, tx)
 	})
 	if err != parley.ErrReplayed {
@@ -896,8 +895,8 @@ func TestWithGroupTxUnchanged(t *testing.T) {
 
 	// A copy in the same group as the refused request is held back, and
 	// then refused as a replay.
-	_, errs = groupOfWritesCtx(t, db, 2, func(int) context.Context {
-		return parley.NewContextWithSignedWrite(t.Context(), sw(5))
+	_, errs = groupOfWritesCtx(t, db, 2, func(int) parley.Origin {
+		return parley.Origin{Signed: sw(5)}
 	}, func(_ int, tx *store.Tx) error { return store.Unchanged(missing) })
 	if !(errs[0] == missing && errs[1] == parley.ErrReplayed || errs[1] == missing && errs[0] == parley.ErrReplayed) {
 		t.Errorf("a refused request and its copy in one group: %v, want one %v and one ErrReplayed", errs, missing)
@@ -955,11 +954,11 @@ func TestWithGroupTxCommitLost(t *testing.T) {
 	}
 	defer db.Close()
 	sw := &parley.SignedWrite{Key: []byte("lost"), Expires: time.Now().Add(time.Minute)}
-	_, errs := groupOfWritesCtx(t, db, 4, func(i int) context.Context {
+	_, errs := groupOfWritesCtx(t, db, 4, func(i int) parley.Origin {
 		if i >= 2 {
-			return parley.NewContextWithSignedWrite(t.Context(), &parley.SignedWrite{Key: sw.Key, Expires: sw.Expires})
+			return parley.Origin{Signed: &parley.SignedWrite{Key: sw.Key, Expires: sw.Expires}}
 		}
-		return t.Context()
+		return parley.Origin{}
 	}, func(i int, tx *store.Tx) error {
 		p.Armed.Store(true) // this group's COMMIT is the one cut
 		_, err := tx.SQL().ExecContext(t.Context(), `INSERT INTO lost_writes (v) VALUES ($1)`, i)
@@ -1102,8 +1101,8 @@ func TestWithGroupTxCallerGone(t *testing.T) {
 	h := holdCommitters(t, db)
 	ctx, cancel := context.WithCancel(t.Context())
 	gone, stays := make(chan error, 1), make(chan error, 1)
-	go func() { gone <- db.WithGroupTx(ctx, field("gone")) }()
-	go func() { stays <- db.WithGroupTx(t.Context(), field("stays")) }()
+	go func() { gone <- db.WithGroupTx(ctx, parley.Origin{}, field("gone")) }()
+	go func() { stays <- db.WithGroupTx(t.Context(), parley.Origin{}, field("stays")) }()
 	h.queued(2)
 	cancel()
 	h.releaseOne()

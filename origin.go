@@ -21,6 +21,9 @@ type Origin struct {
 	Source string
 	// Detail is the keyword, error code, import id or operator email.
 	Detail string
+	// MessageID is the message that caused the change (an inbound
+	// keyword, a carrier's report), 0 for none.
+	MessageID int64
 	// Signed is the request's signature; nil when replay protection is
 	// off or the change was not asked for by a signed request.
 	Signed *SignedWrite

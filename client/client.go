@@ -241,6 +241,38 @@ func (c *Client) ListMessages(ctx context.Context, f parley.MessageFilter) ([]*p
 	return page.Data, next, nil
 }
 
+// UserHistory reads one page of a user's history (GET
+// /users/{id}/history), oldest first, and the cursor of the next page (""
+// after the last).
+func (c *Client) UserHistory(ctx context.Context, userID int64, f parley.HistoryFilter) ([]*parley.HistoryEntry, string, error) {
+	q := url.Values{}
+	if f.Field != "" {
+		q.Set("field", f.Field)
+	}
+	if f.Limit != 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Cursor != "" {
+		q.Set("cursor", f.Cursor)
+	}
+	path := "/users/" + strconv.FormatInt(userID, 10) + "/history"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var page struct {
+		Data       []*parley.HistoryEntry `json:"data"`
+		NextCursor *string                `json:"next_cursor"`
+	}
+	if err := c.call(ctx, "GET", path, nil, &page); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if page.NextCursor != nil {
+		next = *page.NextCursor
+	}
+	return page.Data, next, nil
+}
+
 // UploadFile uploads media (POST /files). The body is built in memory,
 // because its digest is signed before it is sent.
 func (c *Client) UploadFile(ctx context.Context, fileName string, content io.Reader) (*parley.File, error) {

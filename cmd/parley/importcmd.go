@@ -145,12 +145,14 @@ func reportImportErrors(ctx context.Context, a *app.App, imp *parley.Import, pat
 	return nil
 }
 
-// runExport writes a brand's users as CSV in the import format.
+// runExport writes a brand's users as CSV in the import format and, with
+// --history, the contacts' history as a second file (D18).
 func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlags("export")
 	dbf := addDBFlags(fs, getenv)
 	brand := fs.Int64("brand", 0, "brand id (required)")
 	outPath := fs.String("out", "", "file to write (default: standard output)")
+	historyPath := fs.String("history", "", "also write the contacts' consent and custom data history (CSV) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -168,29 +170,44 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	if _, err := a.Service.FindBrand(ctx, *brand); err != nil {
 		return describe(err)
 	}
+	users := func(w io.Writer) (int64, error) { return a.Importer.ExportUsers(ctx, *brand, w) }
 	if *outPath == "" {
-		_, err := a.Importer.ExportUsers(ctx, *brand, stdout)
-		return err
+		if _, err := users(stdout); err != nil {
+			return err
+		}
+	} else {
+		n, err := writeFile(*outPath, users)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Exported %d users to %s\n", n, *outPath)
 	}
-	// Written beside the target and renamed, so a failed export leaves no
-	// half file behind.
-	tmp, err := os.CreateTemp(filepath.Dir(*outPath), ".parley-export-*")
+	if *historyPath != "" {
+		n, err := writeFile(*historyPath, func(w io.Writer) (int64, error) { return a.Service.ExportHistory(ctx, *brand, w) })
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Exported %d history entries to %s\n", n, *historyPath)
+	}
+	return nil
+}
+
+// writeFile writes path with write, beside it first and then renamed, so
+// a failed export leaves no half file behind.
+func writeFile(path string, write func(io.Writer) (int64, error)) (int64, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".parley-export-*")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer os.Remove(tmp.Name())
-	n, err := a.Importer.ExportUsers(ctx, *brand, tmp)
+	n, err := write(tmp)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return err
+		return n, err
 	}
-	if err := os.Rename(tmp.Name(), *outPath); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "Exported %d users to %s\n", n, *outPath)
-	return nil
+	return n, os.Rename(tmp.Name(), path)
 }
 
 // parseWithFile parses flags around one positional FILE, which may come

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -292,4 +293,61 @@ func testRoundTrip(t *testing.T, postgres bool) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("imported users:\n%s\nwant the exported brand's:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// TestExportHistory: `parley export --history FILE` writes every history
+// entry of the brand as CSV, a deleted user's included (D18).
+func TestExportHistory(t *testing.T) {
+	m, e := importEnv(t, false)
+	brand := newBrandWithFields(t, e, "Hist")
+	brandID, _ := strconv.ParseInt(brand, 10, 64)
+	a, err := app.Open(t.Context(), app.Config{DB: m["PARLEY_DB"], DataDir: m["PARLEY_DATA_DIR"], SecretKey: testSecretKey, Role: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := a.Service.CreateUser(t.Context(), parley.Origin{}, brandID, parley.UserCreate{PhoneNumber: parley.Some("+14152000001"),
+		UserFields: parley.UserFields{MessagingConsent: parley.Some(true), CustomData: parley.Some(json.RawMessage(`{"tags":["a"]}`))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Service.DeleteUser(t.Context(), parley.Origin{}, brandID, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	users, history := filepath.Join(t.TempDir(), "users.csv"), filepath.Join(t.TempDir(), "history.csv")
+	var out, errOut bytes.Buffer
+	if err := run(t.Context(), []string{"export", "--brand", brand, "--out", users, "--history", history}, e, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "Exported 2 history entries to "+history) {
+		t.Errorf("export said %q", errOut.String())
+	}
+	rows, err := csv.NewReader(mustOpen(t, history)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strconv.FormatInt(u.ID, 10)
+	want := [][]string{
+		{"user_id", "phone_number", "field", "old_value", "new_value", "source", "detail", "message_id", "occurred_at"},
+		{id, "+14152000001", "messaging_consent", "null", "true", "api", "", ""},
+		{id, "+14152000001", "custom_data.tags", "null", `["a"]`, "api", "", ""},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("history file:\n%q", rows)
+	}
+	for i, w := range want {
+		if got := rows[i][:len(w)]; strings.Join(got, ",") != strings.Join(w, ",") || i > 0 && len(rows[i][8]) != len(parley.TimeFormat) {
+			t.Errorf("row %d: %q, want %q and a time", i, rows[i], w)
+		}
+	}
+}
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

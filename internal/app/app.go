@@ -238,6 +238,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		RequestMetrics: a.Metrics, Trace: trace,
 		Logger:           cfg.Logger,
 		Webhooks:         a.Service,
+		History:          a.Service,
 		AdminService:     a.Service,
 		AdminToken:       cfg.AdminToken,
 		Metrics:          a.apiMetrics(),

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -263,9 +264,10 @@ func TestDeliveryCarrierOptOut(t *testing.T) {
 	if user.MessagingConsent == nil || *user.MessagingConsent {
 		t.Errorf("consent = %v, want false after the carrier's opt-out", user.MessagingConsent)
 	}
-	events, _ := e.App.DB.ListConsentEvents(e.Ctx, e.BrandA.ID, u.ID)
-	if len(events) != 1 || events[0].Source != "provider" || events[0].Previous != nil || events[0].New == nil || *events[0].New {
-		t.Errorf("consent events = %+v, want one provider event null → false", events)
+	events := consentHistory(t, e, u.ID)
+	if len(events) != 1 || events[0].Source != "carrier" || events[0].Detail != "sim:21610" && !strings.HasSuffix(events[0].Detail, "21610") ||
+		string(events[0].OldValue) != "null" || string(events[0].NewValue) != "false" || events[0].MessageID == nil || *events[0].MessageID != m.ID {
+		t.Errorf("consent history = %s, want one carrier entry null → false for message %d (D18)", dumpHistory(events), m.ID)
 	}
 }
 
@@ -376,10 +378,10 @@ func TestInboundAndKeywords(t *testing.T) {
 	if got, _ := e.A.GetUser(e.Ctx, u.ID); !*got.MessagingConsent {
 		t.Error("a message containing STOP among other words opted the user out")
 	}
-	events, _ := e.App.DB.ListConsentEvents(e.Ctx, e.BrandA.ID, u.ID)
-	if len(events) != 2 || events[0].Source != "keyword" || events[0].Detail != "STOP" || *events[0].New ||
-		events[1].Previous == nil || *events[1].Previous || !*events[1].New {
-		t.Errorf("consent events = %+v; want STOP (null → false) then UNSTOP (false → true)", events)
+	events := consentHistory(t, e, u.ID)
+	if len(events) != 2 || events[0].Source != "keyword" || events[0].Detail != "STOP" || string(events[0].NewValue) != "false" ||
+		events[0].MessageID == nil || string(events[1].OldValue) != "false" || string(events[1].NewValue) != "true" || events[1].Detail != "UNSTOP" {
+		t.Errorf("consent history = %s; want STOP (null → false) then UNSTOP (false → true), with their messages (D18)", dumpHistory(events))
 	}
 
 	help := "Acme: text STOP to opt out, or call 555-0100."
@@ -405,10 +407,26 @@ func TestAPIConsentChangesAreRecorded(t *testing.T) {
 	u := dlvUser(t, e, "+14155552671", &yes)
 	e.A.UpdateUser(e.Ctx, u.ID, parley.UserUpdate{UserFields: parley.UserFields{MessagingConsent: parley.Some(false)}})
 	e.A.UpdateUser(e.Ctx, u.ID, parley.UserUpdate{UserFields: parley.UserFields{FirstName: parley.Some("x")}})
-	events, err := e.App.DB.ListConsentEvents(e.Ctx, e.BrandA.ID, u.ID)
-	if err != nil || len(events) != 2 || events[0].Source != "api" || !*events[0].New || *events[1].New {
-		t.Errorf("events = %+v %v; want api null → true, true → false", events, err)
+	events := consentHistory(t, e, u.ID)
+	if len(events) != 2 || events[0].Source != "api" || string(events[0].OldValue) != "null" || string(events[0].NewValue) != "true" ||
+		string(events[1].OldValue) != "true" || string(events[1].NewValue) != "false" || events[1].MessageID != nil {
+		t.Errorf("consent history = %s; want api null → true, true → false (D18)", dumpHistory(events))
 	}
+}
+
+// consentHistory reads a user's consent history through the API (D18).
+func consentHistory(t *testing.T, e *apitest.Env, userID int64) []*parley.HistoryEntry {
+	t.Helper()
+	entries, _, err := e.A.UserHistory(e.Ctx, userID, parley.HistoryFilter{Field: "messaging_consent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+func dumpHistory(entries []*parley.HistoryEntry) string {
+	b, _ := json.Marshal(entries)
+	return string(b)
 }
 
 func TestDeliveryMetrics(t *testing.T) {

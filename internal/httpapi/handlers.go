@@ -117,6 +117,15 @@ type listPage[T any] struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// writePage answers one page of a list; next is "" after the last.
+func writePage[T any](w http.ResponseWriter, data []T, next string) {
+	page := listPage[T]{Data: nonNilSlice(data)}
+	if next != "" {
+		page.NextCursor = &next
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, req *request) error {
 	q := r.URL.Query()
 	var f parley.MessageFilter
@@ -136,11 +145,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, req *reque
 	if err != nil {
 		return err
 	}
-	page := listPage[*parley.Message]{Data: msgs}
-	if next != "" {
-		page.NextCursor = &next
-	}
-	writeJSON(w, http.StatusOK, page)
+	writePage(w, msgs, next)
 	return nil
 }
 

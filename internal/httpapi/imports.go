@@ -129,11 +129,7 @@ func (s *Server) listImports(w http.ResponseWriter, r *http.Request, req *reques
 	if err != nil {
 		return err
 	}
-	page := listPage[*parley.Import]{Data: list}
-	if next != "" {
-		page.NextCursor = &next
-	}
-	writeJSON(w, http.StatusOK, page)
+	writePage(w, list, next)
 	return nil
 }
 

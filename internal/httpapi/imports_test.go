@@ -340,7 +340,7 @@ func TestImportCreatesUsers(t *testing.T) {
 	if n := impQueryInt(t, e, `SELECT count(*) FROM users WHERE brand_id = ? AND channel = 'FILE'`, e.BrandA.ID); n != 3 {
 		t.Errorf("%d users with channel FILE, want 3", n)
 	}
-	if n := impQueryInt(t, e, `SELECT count(*) FROM consent_events WHERE brand_id = ? AND source = 'import'`, e.BrandA.ID); n != 2 {
+	if n := impQueryInt(t, e, `SELECT count(*) FROM user_history WHERE brand_id = ? AND source = 'import' AND field = 'messaging_consent'`, e.BrandA.ID); n != 2 {
 		t.Errorf("%d consent events from the import, want 2 (Ann, Cy)", n)
 	}
 	ev := impEvents(t, e, e.BrandA.ID)
@@ -562,8 +562,8 @@ func TestImportOnDuplicate(t *testing.T) {
 			after[parley.EventUserCreated] != before[parley.EventUserCreated] {
 			t.Errorf("events %v → %v, want one user.updated and one user.unsubscribed", before, after)
 		}
-		if n := impQueryInt(t, e, `SELECT count(*) FROM consent_events WHERE user_id = ? AND source = 'import' AND new_value = ?`,
-			old.ID, false); n != 1 {
+		if n := impQueryInt(t, e, `SELECT count(*) FROM user_history WHERE user_id = ? AND source = 'import' AND field = 'messaging_consent' AND new_value = ?`,
+			old.ID, "false"); n != 1 {
 			t.Errorf("%d consent events true → false from the import, want 1", n)
 		}
 		rc.event(t, parley.EventUserUpdated, "first_name", "New")

@@ -30,6 +30,7 @@ func (s *Server) routeTable() []route {
 		{"GET", v1 + "/users/{user_id}", s.authed(noBody, s.getUser)},
 		{"POST", v1 + "/users/{user_id}", s.authed(jsonBody, s.updateUser)},
 		{"DELETE", v1 + "/users/{user_id}", s.authed(noBody, s.deleteUser)},
+		{"GET", v1 + "/users/{user_id}/history", s.authed(noBody, s.userHistory)},
 
 		{"POST", v1 + "/messages", s.authed(jsonBody, s.sendMessage)},
 		{"GET", v1 + "/messages", s.authed(noBody, s.listMessages)},

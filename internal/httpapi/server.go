@@ -35,6 +35,7 @@ type Config struct {
 	Brands      parley.BrandService
 	Credentials parley.CredentialSource
 	Webhooks    parley.WebhookService
+	History     parley.HistoryService
 	Media       MediaOpener
 	DB          Pinger
 	Logger      *slog.Logger

@@ -840,15 +840,16 @@ func TestWebhookRolledBackChangeEmitsNothing(t *testing.T) {
 	whWantError(t, mustDo(t, e.A, "POST", "/messages", map[string]any{"user_id": 999999, "body": "x"}), 404, parley.EUserNotFound)
 
 	// A create whose transaction fails after its user.created event was
-	// written (the consent record that follows it fails): nothing remains.
-	fail, unfail := "CREATE TRIGGER wh_fail BEFORE INSERT ON consent_events BEGIN SELECT RAISE(ABORT, 'wh: injected failure'); END",
+	// written (the history entry of its consent that follows fails, D18):
+	// nothing remains, neither the user nor its event.
+	fail, unfail := "CREATE TRIGGER wh_fail BEFORE INSERT ON user_history BEGIN SELECT RAISE(ABORT, 'wh: injected failure'); END",
 		"DROP TRIGGER wh_fail"
 	if apitest.Engine() == "postgres" {
 		if _, err := e.App.DB.Writer().ExecContext(e.Ctx, `CREATE FUNCTION wh_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'wh: injected failure'; END $$`); err != nil {
 			t.Fatal(err)
 		}
-		fail = "CREATE TRIGGER wh_fail BEFORE INSERT ON consent_events FOR EACH ROW EXECUTE FUNCTION wh_fail()"
-		unfail = "DROP TRIGGER wh_fail ON consent_events"
+		fail = "CREATE TRIGGER wh_fail BEFORE INSERT ON user_history FOR EACH ROW EXECUTE FUNCTION wh_fail()"
+		unfail = "DROP TRIGGER wh_fail ON user_history"
 	}
 	if _, err := e.App.DB.Writer().ExecContext(e.Ctx, fail); err != nil {
 		t.Fatal(err)

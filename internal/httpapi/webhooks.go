@@ -96,11 +96,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request, r
 	if err != nil {
 		return err
 	}
-	page := listPage[*parley.WebhookDelivery]{Data: ds}
-	if next != "" {
-		page.NextCursor = &next
-	}
-	writeJSON(w, http.StatusOK, page)
+	writePage(w, ds, next)
 	return nil
 }
 

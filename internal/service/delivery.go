@@ -205,12 +205,12 @@ func (s *Service) failUnsubscribed(ctx context.Context, brandID, messageID, user
 		if _, err := s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg}); err != nil {
 			return err
 		}
-		return s.setConsent(ctx, tx, brandID, userID, false, "provider", s.provider.Name()+":"+providerCode, messageID)
+		return s.setConsent(ctx, tx, brandID, userID, false, parley.SourceCarrier, s.provider.Name()+":"+providerCode, messageID)
 	})
 }
 
-// setConsent changes a user's consent and appends the consent event, when
-// the value actually changes.
+// setConsent changes a user's consent when the value actually changes,
+// and records the change with its source, detail and message (D18).
 func (s *Service) setConsent(ctx context.Context, tx *store.Tx, brandID, userID int64, value bool, source, detail string, messageID int64) error {
 	u, err := tx.FindUserByID(ctx, brandID, userID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -225,28 +225,15 @@ func (s *Service) setConsent(ctx context.Context, tx *store.Tx, brandID, userID 
 	if err != nil {
 		return err
 	}
-	return s.consentChanged(ctx, tx, brandID, userID, store.ConsentEvent{UserID: userID, Previous: prev, New: &value,
-		Source: source, Detail: detail, MessageID: messageID})
-}
-
-// consentChanged appends the consent event and emits user.subscribed or
-// user.unsubscribed (D11) when consent became true or false.
-func (s *Service) consentChanged(ctx context.Context, tx *store.Tx, brandID, userID int64, e store.ConsentEvent) error {
-	if err := tx.InsertConsentEvent(ctx, brandID, e); err != nil {
+	e := parley.HistoryEntry{UserID: userID, Field: parley.HistoryFieldConsent, OldValue: boolJSON(prev), NewValue: boolJSON(&value),
+		Source: source, Detail: detail, MessageID: &messageID}
+	if err := tx.InsertHistory(ctx, brandID, []parley.HistoryEntry{e}); err != nil {
 		return err
 	}
-	if e.New == nil {
-		return nil
-	}
-	typ := parley.EventUserUnsubscribed
-	if *e.New {
-		typ = parley.EventUserSubscribed
-	}
-	u, err := tx.FindUserByID(ctx, brandID, userID)
-	if err != nil {
+	if u, err = tx.FindUserByID(ctx, brandID, userID); err != nil {
 		return err
 	}
-	return s.emit(ctx, tx, brandID, typ, u)
+	return s.emit(ctx, tx, brandID, consentEvent(value), u)
 }
 
 // ApplyStatus implements delivery.Sink.
@@ -292,7 +279,7 @@ func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) erro
 			return err // a repeated or late update changes nothing
 		}
 		if u.Unsubscribed {
-			return s.setConsent(ctx, tx, m.BrandID, m.UserID, false, "provider", s.provider.Name()+":"+u.ErrorCode, m.ID)
+			return s.setConsent(ctx, tx, m.BrandID, m.UserID, false, parley.SourceCarrier, s.provider.Name()+":"+u.ErrorCode, m.ID)
 		}
 		return nil
 	})
@@ -372,12 +359,12 @@ func (s *Service) ReceiveInbound(ctx context.Context, in delivery.Inbound) (stri
 		case keyword(in.Body, stopWords):
 			reply = orDefault(replies.Stop, defaultStopReply, brand.Name)
 			if fresh {
-				return s.setConsent(ctx, tx, brand.ID, u.ID, false, "keyword", strings.ToUpper(strings.TrimSpace(in.Body)), m.ID)
+				return s.setConsent(ctx, tx, brand.ID, u.ID, false, parley.SourceKeyword, strings.ToUpper(strings.TrimSpace(in.Body)), m.ID)
 			}
 		case keyword(in.Body, startWords):
 			reply = orDefault(replies.Start, defaultStartReply, brand.Name)
 			if fresh {
-				return s.setConsent(ctx, tx, brand.ID, u.ID, true, "keyword", strings.ToUpper(strings.TrimSpace(in.Body)), m.ID)
+				return s.setConsent(ctx, tx, brand.ID, u.ID, true, parley.SourceKeyword, strings.ToUpper(strings.TrimSpace(in.Body)), m.ID)
 			}
 		case keyword(in.Body, helpWords):
 			reply = orDefault(replies.Help, defaultHelpReply, brand.Name)

@@ -441,7 +441,7 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 			return err
 		}
 		em := &batchEmitter{s: s, tx: tx, brandID: brandID, hooks: hooks}
-		var consents []store.ConsentEvent
+		var history []parley.HistoryEntry
 		var rejected []parley.ImportError
 		counts := map[outcome]int64{}
 		for i, r := range batch {
@@ -454,8 +454,12 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 				if err := em.emit(ctx, parley.EventUserCreated, u); err != nil {
 					return err
 				}
+				entries, err := changes(nil, u)
+				if err != nil {
+					return err
+				}
+				history = append(history, entries...)
 				if u.MessagingConsent != nil {
-					consents = append(consents, store.ConsentEvent{UserID: u.ID, New: u.MessagingConsent, Source: "import"})
 					if err := em.consent(ctx, u); err != nil {
 						return err
 					}
@@ -466,7 +470,7 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 				out = outSkipped
 			default:
 				var err error
-				out, errs[i], err = run.merge(ctx, tx, em, r, live[r.user.PhoneNumber], &consents)
+				out, errs[i], err = run.merge(ctx, tx, em, r, live[r.user.PhoneNumber], &history)
 				if err != nil {
 					return err
 				}
@@ -476,7 +480,7 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 			}
 			counts[out]++
 		}
-		if err := tx.InsertConsentEvents(ctx, brandID, consents); err != nil {
+		if err := tx.InsertHistory(ctx, brandID, history); err != nil {
 			return err
 		}
 		if err := em.flush(ctx); err != nil {
@@ -512,7 +516,7 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 // merge applies an update row to the existing user u, as POST /users/{id}
 // would: only the cells with a value change it.
 func (run *importRun) merge(ctx context.Context, tx *store.Tx, em *batchEmitter, r *row, u *parley.User,
-	consents *[]store.ConsentEvent) (outcome, *parley.ImportError, error) {
+	history *[]parley.HistoryEntry) (outcome, *parley.ImportError, error) {
 	before := *u
 	if err := run.im.s.applyFields(u, &r.fields); err != nil {
 		e, err := run.rowError(r.line, err)
@@ -535,9 +539,12 @@ func (run *importRun) merge(ctx context.Context, tx *store.Tx, em *batchEmitter,
 	if err := em.emit(ctx, parley.EventUserUpdated, u); err != nil {
 		return outFailed, nil, err
 	}
+	entries, err := changes(&before, u)
+	if err != nil {
+		return outFailed, nil, err
+	}
+	*history = append(*history, entries...)
 	if !equalBoolPtr(before.MessagingConsent, u.MessagingConsent) {
-		*consents = append(*consents, store.ConsentEvent{UserID: u.ID, Previous: before.MessagingConsent,
-			New: u.MessagingConsent, Source: "import"})
 		if err := em.consent(ctx, u); err != nil {
 			return outFailed, nil, err
 		}

@@ -28,7 +28,7 @@ func (s *Service) CreateUser(ctx context.Context, o parley.Origin, brandID int64
 			return err
 		}
 		tx.Answer(u)
-		return s.recordAPIConsent(ctx, tx, u, nil)
+		return s.recordChanges(ctx, tx, nil, u)
 	})
 	if err != nil {
 		return nil, err
@@ -188,21 +188,12 @@ func (s *Service) UpdateUser(ctx context.Context, o parley.Origin, brandID, id i
 		if err := s.emit(ctx, tx, brandID, parley.EventUserUpdated, u); err != nil {
 			return err
 		}
-		return s.recordAPIConsent(ctx, tx, u, before.MessagingConsent)
+		return s.recordChanges(ctx, tx, &before, u)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// recordAPIConsent appends a consent event when create or update changed
-// messaging_consent.
-func (s *Service) recordAPIConsent(ctx context.Context, tx *store.Tx, u *parley.User, prev *bool) error {
-	if equalBoolPtr(prev, u.MessagingConsent) {
-		return nil
-	}
-	return s.consentChanged(ctx, tx, u.BrandID, u.ID, store.ConsentEvent{UserID: u.ID, Previous: prev, New: u.MessagingConsent, Source: "api"})
 }
 
 func equalBoolPtr(a, b *bool) bool {

@@ -187,53 +187,6 @@ func (tx *Tx) InsertInbound(ctx context.Context, m *parley.Message, provider, pr
 
 func nullIfEmpty(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
-// ConsentEvent is one change of a user's messaging_consent.
-type ConsentEvent struct {
-	UserID        int64
-	Previous, New *bool
-	Source        string // "api", "keyword", "provider"
-	Detail        string
-	MessageID     int64
-	At            time.Time
-}
-
-// InsertConsentEvent appends to the consent history.
-func (tx *Tx) InsertConsentEvent(ctx context.Context, brandID int64, e ConsentEvent) error {
-	var msg sql.NullInt64
-	if e.MessageID != 0 {
-		msg = sql.NullInt64{Int64: e.MessageID, Valid: true}
-	}
-	_, err := tx.exec(ctx, `INSERT INTO consent_events (brand_id, user_id, previous_value, new_value, source, detail, message_id, date_created)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, brandID, e.UserID, toNullBool(e.Previous), toNullBool(e.New), e.Source, e.Detail, msg, micros(tx.now))
-	if err != nil {
-		return fmt.Errorf("store: consent event: %w", err)
-	}
-	return nil
-}
-
-// ListConsentEvents returns a user's consent history, oldest first.
-func (db *DB) ListConsentEvents(ctx context.Context, brandID, userID int64) ([]ConsentEvent, error) {
-	rows, err := db.query(ctx, `SELECT user_id, previous_value, new_value, source, detail, message_id, date_created
-	FROM consent_events WHERE brand_id = ? AND user_id = ? ORDER BY id`, brandID, userID)
-	if err != nil {
-		return nil, fmt.Errorf("store: consent events: %w", err)
-	}
-	defer rows.Close()
-	var out []ConsentEvent
-	for rows.Next() {
-		var e ConsentEvent
-		var prev, next sql.NullBool
-		var msg sql.NullInt64
-		var at int64
-		if err := rows.Scan(&e.UserID, &prev, &next, &e.Source, &e.Detail, &msg, &at); err != nil {
-			return nil, err
-		}
-		e.Previous, e.New, e.MessageID, e.At = nullBool(prev), nullBool(next), msg.Int64, fromMicros(at)
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}
-
 // BrandReplies are a brand's answers to keywords (D12).
 type BrandReplies struct {
 	Help, Stop, Start string

@@ -327,33 +327,6 @@ func (tx *Tx) InsertUsers(ctx context.Context, users []*parley.User) error {
 	return nil
 }
 
-// InsertConsentEvents appends consent changes made at the transaction's
-// time, in one statement per chunk.
-func (tx *Tx) InsertConsentEvents(ctx context.Context, brandID int64, events []ConsentEvent) error {
-	for start := 0; start < len(events); start += insertChunk {
-		batch := events[start:min(start+insertChunk, len(events))]
-		var q strings.Builder
-		q.WriteString(`INSERT INTO consent_events (brand_id, user_id, previous_value, new_value, source, detail,
-	message_id, date_created) VALUES `)
-		args := make([]any, 0, 8*len(batch))
-		for i, e := range batch {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-			var msg sql.NullInt64
-			if e.MessageID != 0 {
-				msg = sql.NullInt64{Int64: e.MessageID, Valid: true}
-			}
-			args = append(args, brandID, e.UserID, toNullBool(e.Previous), toNullBool(e.New), e.Source, e.Detail, msg, micros(tx.now))
-		}
-		if _, err := tx.exec(ctx, q.String(), args...); err != nil {
-			return fmt.Errorf("store: consent events: %w", err)
-		}
-	}
-	return nil
-}
-
 // InsertEvents appends events to the outbox, payloads[i] being events[i]
 // as delivered, in one statement per chunk.
 func (tx *Tx) InsertEvents(ctx context.Context, brandID int64, events []*parley.Event, payloads [][]byte) error {

@@ -1020,6 +1020,9 @@ func TestOpenAPIWellFormed(t *testing.T) {
 					t.Errorf("%s: $ref %q does not resolve", at, ref)
 				}
 			}
+			if ty, ok := v["type"].([]any); ok && !nullablePair(ty) {
+				t.Errorf("%s: type %v: generators (oapi-codegen, openapi-generator) take one type, or one and \"null\"; write the alternatives as oneOf", at, ty)
+			}
 			if pat, ok := v["pattern"].(string); ok {
 				if _, err := regexp.Compile(pat); err != nil {
 					t.Errorf("%s: pattern %q: %v", at, pat, err)
@@ -1080,6 +1083,50 @@ func TestOpenAPIWellFormed(t *testing.T) {
 				t.Errorf("%s: response %s lacks the X-Request-Id header (set on every response)", o.key, code)
 			}
 		}
+	}
+}
+
+// nullablePair reports whether a type array is one type and "null", the
+// OpenAPI 3.1 form of a nullable member that code generators understand.
+func nullablePair(ty []any) bool {
+	return len(ty) == 2 && ty[0] != ty[1] && slices.Contains(ty, any("null"))
+}
+
+// TestOpenAPICustomData: custom_data values are strings, numbers or arrays
+// (D6), null too on input, written as oneOf alternatives that generators
+// turn into a union type (a type array of several stops oapi-codegen).
+func TestOpenAPICustomData(t *testing.T) {
+	doc := openAPIDoc(t)
+	value := schemaRef + "CustomDataValue"
+	for ptr, want := range map[string][]string{
+		"User/properties/custom_data/additionalProperties": {"array", "number", "string"},
+		"CustomDataInput/additionalProperties":             {"array", "null", "number", "string"},
+	} {
+		s, ok := jsonPointer(doc, schemaRef+ptr)
+		if !ok {
+			t.Errorf("no %s", ptr)
+			continue
+		}
+		if got := schemaTypes(t, doc, s); !slices.Equal(got, want) {
+			t.Errorf("%s: types %v, want %v (D6)", ptr, got, want)
+		}
+		if !slices.Contains(refsIn(s), value) {
+			t.Errorf("%s does not refer to %s", ptr, value)
+		}
+	}
+	v, ok := jsonPointer(doc, value)
+	if !ok {
+		t.Fatalf("no %s", value)
+	}
+	alts, _ := deref(t, doc, v)["oneOf"].([]any)
+	var types []string
+	for _, a := range alts {
+		ty, _ := deref(t, doc, a)["type"].(string)
+		types = append(types, ty)
+	}
+	sort.Strings(types)
+	if !slices.Equal(types, []string{"array", "number", "string"}) {
+		t.Errorf("CustomDataValue: oneOf types %v, want one alternative each for array, number and string", types)
 	}
 }
 

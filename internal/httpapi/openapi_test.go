@@ -201,6 +201,14 @@ func TestOpenAPIDocument(t *testing.T) {
 	if d, _ := info["description"].(string); d == "" {
 		t.Error("info.description is empty")
 	}
+	// Redocly's recommended lint wants a licence (.ci/openapi-lint).
+	lic, _ := info["license"].(map[string]any)
+	if n, _ := lic["name"].(string); n == "" {
+		t.Error("info.license has no name")
+	}
+	if lic["identifier"] != nil && lic["url"] != nil {
+		t.Error("info.license has both identifier and url; OpenAPI 3.1 allows one")
+	}
 	servers, _ := doc["servers"].([]any)
 	if len(servers) != 1 || deref(t, doc, servers[0])["url"] != "http://127.0.0.1:8080" {
 		t.Errorf("servers = %v, want [{url: http://127.0.0.1:8080}]", doc["servers"])
@@ -320,6 +328,16 @@ func TestOpenAPISecurity(t *testing.T) {
 	}
 }
 
+// noClientErrors are the operations that answer no 4xx of their own: no
+// signing, body or parameter to refuse. .ci/.redocly.lint-ignore.yaml names
+// the same ones for the operation-4xx-response rule.
+var noClientErrors = map[string]bool{
+	"GET /healthz":             true,
+	"GET /readyz":              true,
+	"GET /metrics":             true,
+	"GET /api/v1/openapi.json": true,
+}
+
 // TestOpenAPIErrors: error responses use the envelope, with statuses and
 // types from the one error table, and the errors the auth layer, the body
 // readers and the path ids can raise are documented.
@@ -355,6 +373,13 @@ func TestOpenAPIErrors(t *testing.T) {
 			if s, _ := mt["schema"].(map[string]any); s["$ref"] != schemaRef+"Error" || len(content) != 1 {
 				t.Errorf("%s: response %s is not application/json Error", o.key, code)
 			}
+		}
+		has4xx := false
+		for code := range responses {
+			has4xx = has4xx || code[0] == '4'
+		}
+		if !has4xx && !noClientErrors[o.key] {
+			t.Errorf("%s: no 4xx response (Redocly's recommended lint wants one)", o.key)
 		}
 		_, path, _ := strings.Cut(o.key, " ")
 		var want []string
@@ -1024,6 +1049,9 @@ func TestOpenAPIWellFormed(t *testing.T) {
 					t.Errorf("%s: $ref %q does not resolve", at, ref)
 				}
 			}
+			if ty, ok := v["type"].([]any); ok && !nullablePair(ty) {
+				t.Errorf("%s: type %v: generators (oapi-codegen, openapi-generator) take one type, or one and \"null\"; write the alternatives as oneOf", at, ty)
+			}
 			if pat, ok := v["pattern"].(string); ok {
 				if _, err := regexp.Compile(pat); err != nil {
 					t.Errorf("%s: pattern %q: %v", at, pat, err)
@@ -1084,6 +1112,115 @@ func TestOpenAPIWellFormed(t *testing.T) {
 				t.Errorf("%s: response %s lacks the X-Request-Id header (set on every response)", o.key, code)
 			}
 		}
+	}
+}
+
+// TestOpenAPIWebhooks: each webhooks entry (a request Parley sends to a
+// subscriber, D11) is described like an operation: an operationId, its
+// security stated (none at the OpenAPI level: the receiver verifies the
+// Standard Webhooks signature, whose headers are required parameters), the
+// Event body and the answers Parley acts on.
+func TestOpenAPIWebhooks(t *testing.T) {
+	doc := openAPIDoc(t)
+	hooks, _ := doc["webhooks"].(map[string]any)
+	if len(hooks) == 0 {
+		t.Fatal("no webhooks entries")
+	}
+	ids := map[string]bool{}
+	for _, o := range oaOperations(t, doc) {
+		if id, ok := o.op["operationId"].(string); ok {
+			ids[id] = true
+		}
+	}
+	for name, v := range hooks {
+		item := deref(t, doc, v)
+		n := 0
+		for _, m := range httpMethods {
+			op, ok := item[m].(map[string]any)
+			if !ok {
+				continue
+			}
+			n++
+			key := "webhooks." + name + "." + m
+			id, _ := op["operationId"].(string)
+			if id == "" || ids[id] {
+				t.Errorf("%s: operationId %q is empty or not unique", key, id)
+			}
+			ids[id] = true
+			if _, ok := op["security"].([]any); !ok {
+				t.Errorf("%s: no security array", key)
+			}
+			headers := map[string]bool{}
+			for _, p := range op["parameters"].([]any) {
+				pm := deref(t, doc, p)
+				if pm["in"] == "header" && pm["required"] == true {
+					headers[fmt.Sprint(pm["name"])] = true
+				}
+			}
+			for _, h := range []string{"webhook-id", "webhook-timestamp", "webhook-signature"} {
+				if !headers[h] {
+					t.Errorf("%s: no required header parameter %s (Standard Webhooks)", key, h)
+				}
+			}
+			body, _ := deref(t, doc, op["requestBody"])["content"].(map[string]any)
+			mt, _ := body["application/json"].(map[string]any)
+			if s, _ := mt["schema"].(map[string]any); s["$ref"] != schemaRef+"Event" {
+				t.Errorf("%s: body is not application/json Event", key)
+			}
+			responses, _ := op["responses"].(map[string]any)
+			for _, code := range []string{"2XX", "410", "default"} {
+				if _, ok := responses[code]; !ok {
+					t.Errorf("%s: no %s response", key, code)
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("webhooks.%s has no operation", name)
+		}
+	}
+}
+
+// nullablePair reports whether a type array is one type and "null", the
+// OpenAPI 3.1 form of a nullable member that code generators understand.
+func nullablePair(ty []any) bool {
+	return len(ty) == 2 && ty[0] != ty[1] && slices.Contains(ty, any("null"))
+}
+
+// TestOpenAPICustomData: custom_data values are strings, numbers or arrays
+// (D6), null too on input, written as oneOf alternatives that generators
+// turn into a union type (a type array of several stops oapi-codegen).
+func TestOpenAPICustomData(t *testing.T) {
+	doc := openAPIDoc(t)
+	value := schemaRef + "CustomDataValue"
+	for ptr, want := range map[string][]string{
+		"User/properties/custom_data/additionalProperties": {"array", "number", "string"},
+		"CustomDataInput/additionalProperties":             {"array", "null", "number", "string"},
+	} {
+		s, ok := jsonPointer(doc, schemaRef+ptr)
+		if !ok {
+			t.Errorf("no %s", ptr)
+			continue
+		}
+		if got := schemaTypes(t, doc, s); !slices.Equal(got, want) {
+			t.Errorf("%s: types %v, want %v (D6)", ptr, got, want)
+		}
+		if !slices.Contains(refsIn(s), value) {
+			t.Errorf("%s does not refer to %s", ptr, value)
+		}
+	}
+	v, ok := jsonPointer(doc, value)
+	if !ok {
+		t.Fatalf("no %s", value)
+	}
+	alts, _ := deref(t, doc, v)["oneOf"].([]any)
+	var types []string
+	for _, a := range alts {
+		ty, _ := deref(t, doc, a)["type"].(string)
+		types = append(types, ty)
+	}
+	sort.Strings(types)
+	if !slices.Equal(types, []string{"array", "number", "string"}) {
+		t.Errorf("CustomDataValue: oneOf types %v, want one alternative each for array, number and string", types)
 	}
 }
 

@@ -1,6 +1,10 @@
 package store
 
-import "github.com/parleyhq/parley"
+import (
+	"context"
+
+	"github.com/parleyhq/parley"
+)
 
 // Hot queries, for the test of their plans.
 var (
@@ -17,3 +21,16 @@ func (db *DB) Committers() int { return db.committers }
 
 // Queued is how many writes wait for a group committer.
 func (db *DB) Queued() int { return len(db.startGroup().queue) }
+
+// Exec runs a statement on the writer, for fixtures the store has no
+// method for (location.time_zone is filled by another change).
+func (db *DB) Exec(ctx context.Context, q string, args ...any) error {
+	_, err := db.write.ExecContext(ctx, db.rebind(q), args...)
+	return err
+}
+
+// AudienceSQL is the query CountAudience runs, for the plans.
+func (db *DB) AudienceSQL(ctx context.Context, brandID int64, a Audience) (string, []any, error) {
+	where, args, err := db.audienceFilter(ctx, db, brandID, a, db.Now())
+	return db.rebind(`SELECT count(*) FROM users u WHERE ` + where), args, err
+}

@@ -12,6 +12,23 @@ const (
 	SegmentPointInTime = "POINT IN TIME" // members frozen when created
 )
 
+// SegmentCount answers GET /segments/{id}/count (D15).
+type SegmentCount struct {
+	SegmentID  int64 `json:"segment_id"`
+	Count      int64 `json:"count"`
+	ComputedAt Time  `json:"computed_at"`
+}
+
+// SegmentPreview answers POST /segments/preview (D15): how many users the
+// criteria select, and the first of them by id.
+type SegmentPreview struct {
+	Count  int64   `json:"count"`
+	Sample []*User `json:"sample"`
+}
+
+// PreviewSampleSize is how many users a preview shows at most (D15).
+const PreviewSampleSize = 10
+
 // Criterion dimensions: attribute.dimension_type (D14).
 const (
 	DimensionContact    = 1 // a contact field (ContactFieldTypes)

@@ -11,6 +11,7 @@ const (
 	ENotAuthenticated     = "not_authenticated"
 	EUserNotFound         = "user_not_found"
 	ENotFound             = "not_found"
+	ESegmentNotFound      = "segment_not_found"
 	EMethodNotAllowed     = "method_not_allowed"
 	EDuplicate            = "duplicate_record_found"
 	EIdempotencyReused    = "idempotency_key_reused"
@@ -79,4 +80,9 @@ func ErrorMessage(err error) string {
 // UserNotFound is the error for an id that names no visible user of the brand.
 func UserNotFound(id int64) *Error {
 	return Errorf(EUserNotFound, "User with ID [%d] not found.", id)
+}
+
+// SegmentNotFound is the error for an id that names no segment of the brand (D15).
+func SegmentNotFound(id int64) *Error {
+	return Errorf(ESegmentNotFound, "Segment with ID [%d] not found.", id)
 }

@@ -191,7 +191,7 @@ func TestAdminCommands(t *testing.T) {
 	}
 
 	if _, err := runCmd(t, e, "segment", "create", "--brand", id, "--name", "VIPs",
-		"--criteria", `[{"attribute":{"dimension_type":1,"field_name":"loyalty_tier","field_type":3},"operator_type":1,"and_group_num":0,"str_field_value":"gold"}]`); err != nil {
+		"--criteria", `[{"attribute":{"dimension_type":2,"field_name":"loyalty_tier","field_type":3},"operator_type":1,"and_group_num":0,"str_field_value":"gold"}]`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runCmd(t, e, "segment", "create", "--brand", id, "--name", "Old", "--archived"); err != nil {

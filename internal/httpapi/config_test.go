@@ -76,6 +76,10 @@ func cfgWantNull(t *testing.T, m map[string]any, k string) {
 func TestListSegments(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
+	if err := e.App.Service.CreateCustomField(e.Ctx, &parley.CustomField{BrandID: e.BrandA.ID, FieldName: "Loyalty Tier",
+		CustomDataType: parley.CustomString}); err != nil {
+		t.Fatal(err)
+	}
 	full := cfgSegment(t, e, &parley.Segment{
 		BrandID: e.BrandA.ID, Name: "VIPs", Source: "SHOPIFY", Type: "POINT IN TIME", IsActive: true,
 		Description: "Big spenders", IsPinned: true, ColorID: 7, LTV: 1234.5, AverageOrderValue: 99.25,
@@ -83,7 +87,7 @@ func TestListSegments(t *testing.T) {
 		Criteria: []parley.SegmentCriterion{
 			{Attribute: parley.SegmentAttribute{DimensionType: 2, FieldName: "loyalty_tier", FieldType: 3},
 				OperatorType: 1, AndGroupNum: 0, StrFieldValue: ptr("Gold")},
-			{Attribute: parley.SegmentAttribute{DimensionType: 1, FieldName: "orders", FieldType: 1},
+			{Attribute: parley.SegmentAttribute{DimensionType: 3, FieldName: "outbound_count", FieldType: 1},
 				OperatorType: 4, AndGroupNum: 1, IntFieldValue: ptr(int64(3))},
 		},
 	})

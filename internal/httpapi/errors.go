@@ -15,6 +15,7 @@ var statusOf = map[string]int{
 	parley.ENotAuthenticated:     http.StatusUnauthorized,
 	parley.EUserNotFound:         http.StatusNotFound,
 	parley.ENotFound:             http.StatusNotFound,
+	parley.ESegmentNotFound:      http.StatusNotFound,
 	parley.EMethodNotAllowed:     http.StatusMethodNotAllowed,
 	parley.EDuplicate:            http.StatusConflict,
 	parley.EIdempotencyReused:    http.StatusConflict,

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -290,7 +289,9 @@ func (s *Service) DeleteCustomField(ctx context.Context, brandID, id int64) erro
 	return err
 }
 
-// CreateSegment configures a segment for the brand.
+// CreateSegment configures a segment for the brand. Its criteria must hold
+// (D14: EValidation naming the criterion); a POINT IN TIME segment's
+// members are frozen in the same transaction.
 func (s *Service) CreateSegment(ctx context.Context, seg *parley.Segment) error {
 	if _, err := s.FindBrand(ctx, seg.BrandID); err != nil {
 		return err
@@ -298,19 +299,19 @@ func (s *Service) CreateSegment(ctx context.Context, seg *parley.Segment) error 
 	if strings.TrimSpace(seg.Name) == "" {
 		return invalid("name", "required")
 	}
-	for i, c := range seg.Criteria {
-		n := 0
-		for _, set := range []bool{c.StrFieldValue != nil, c.BoolFieldValue != nil, c.IntFieldValue != nil,
-			c.FloatFieldValue != nil, c.DateFieldValue != nil} {
-			if set {
-				n++
-			}
-		}
-		if n > 1 {
-			return invalid("criteria", "criterion "+strconv.Itoa(i)+" sets more than one *_field_value")
-		}
+	if err := s.CheckCriteria(ctx, seg.BrandID, 0, seg.Criteria); err != nil {
+		return err
 	}
-	return s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.CreateSegment(ctx, seg) })
+	return s.db.WithTx(ctx, func(tx *store.Tx) error {
+		if err := tx.CreateSegment(ctx, seg); err != nil {
+			return err
+		}
+		if seg.Type == parley.SegmentPointInTime {
+			_, err := tx.FreezeSegment(ctx, seg.BrandID, seg.ID)
+			return err
+		}
+		return nil
+	})
 }
 
 // AllSegments returns every segment of the brand, archived and inactive too.

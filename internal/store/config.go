@@ -2,8 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
-
 	"fmt"
 
 	"github.com/parleyhq/parley"
@@ -102,15 +102,36 @@ func (tx *Tx) CreateSegment(ctx context.Context, s *parley.Segment) error {
 // ListSegments returns the brand's segments ordered by id; with visibleOnly,
 // only the active, non-archived ones (D10).
 func (db *DB) ListSegments(ctx context.Context, brandID int64, visibleOnly bool) ([]*parley.Segment, error) {
-	q := `SELECT ` + segmentColumns + ` FROM segments WHERE brand_id = ?`
-	if visibleOnly {
-		q += ` AND is_active = ? AND is_archived = ?`
+	return listSegments(ctx, db, brandID, visibleOnly)
+}
+
+// FindSegment returns a segment of the brand, archived or not, or ErrNotFound.
+func (db *DB) FindSegment(ctx context.Context, brandID, id int64) (*parley.Segment, error) {
+	return findSegment(ctx, db, brandID, id)
+}
+
+func findSegment(ctx context.Context, q querier, brandID, id int64) (*parley.Segment, error) {
+	segs, err := scanSegments(q.query(ctx, `SELECT `+segmentColumns+` FROM segments WHERE brand_id = ? AND id = ?`, brandID, id))
+	if err != nil {
+		return nil, err
 	}
+	if len(segs) == 0 {
+		return nil, ErrNotFound
+	}
+	return segs[0], nil
+}
+
+func listSegments(ctx context.Context, q querier, brandID int64, visibleOnly bool) ([]*parley.Segment, error) {
+	query := `SELECT ` + segmentColumns + ` FROM segments WHERE brand_id = ?`
 	args := []any{brandID}
 	if visibleOnly {
+		query += ` AND is_active = ? AND is_archived = ?`
 		args = append(args, true, false)
 	}
-	rows, err := db.query(ctx, q+` ORDER BY id`, args...)
+	return scanSegments(q.query(ctx, query+` ORDER BY id`, args...))
+}
+
+func scanSegments(rows *sql.Rows, err error) ([]*parley.Segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: list segments: %w", err)
 	}

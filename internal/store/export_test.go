@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/parleyhq/parley"
 )
@@ -31,4 +32,42 @@ func (db *DB) MigrateTo(ctx context.Context, version int64) error {
 	}
 	_, err = p.UpTo(ctx, version)
 	return err
+}
+
+// Exec runs a statement on the writer, for fixtures the store has no
+// method for (location.time_zone is filled by another change).
+func (db *DB) Exec(ctx context.Context, q string, args ...any) error {
+	_, err := db.write.ExecContext(ctx, db.rebind(q), args...)
+	return err
+}
+
+// AudienceSQL is the query CountAudience runs, for the plans.
+func (db *DB) AudienceSQL(ctx context.Context, brandID int64, a Audience) (string, []any, error) {
+	where, args, err := db.audienceFilter(ctx, db, brandID, a, db.Now())
+	return db.rebind(`SELECT count(*) FROM users u WHERE ` + where), args, err
+}
+
+// Plan explains q.
+func (db *DB) Plan(ctx context.Context, q string, args []any) string {
+	pre := "EXPLAIN QUERY PLAN "
+	if db.engine == "postgres" {
+		pre = "EXPLAIN (ANALYZE, BUFFERS) "
+	}
+	rows, err := db.read.QueryContext(ctx, pre+q, args...)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	out := ""
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		rows.Scan(ptrs...)
+		out += fmt.Sprintln(vals...)
+	}
+	return out
 }

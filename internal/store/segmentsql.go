@@ -1,0 +1,699 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/parleyhq/parley"
+)
+
+// D14 criteria compile to one boolean SQL expression over the users row
+// aliased u, with ? placeholders for every value: nothing a caller sends
+// is ever written into the SQL text. Column names and the few fixed
+// expressions come from the tables below; custom_data keys travel as
+// arguments too. The dialect decides JSON access, ASCII-only lowering and
+// text ordering; both engines give the same members for the same data.
+//
+// Every criterion's expression is two-valued (never NULL), so NOT and OR
+// behave, and D14's missing-value rule holds by construction: each test
+// is "present AND compare", and NOT_EQUALS, DOES_NOT_CONTAIN and
+// IS_NOT_SET are the negations of EQUALS, CONTAINS and IS_SET.
+
+// Audience names the users a segment query selects: a stored segment of
+// the brand (SegmentID), or criteria that are not saved (a preview).
+type Audience struct {
+	SegmentID int64
+	Criteria  []parley.SegmentCriterion
+}
+
+// contactColumns maps the contact fields of D14 to their columns.
+var contactColumns = map[string]string{
+	"first_name": "u.first_name", "last_name": "u.last_name", "email_address": "u.email_address",
+	"phone_number": "u.phone_number", "date_of_birth": "u.date_of_birth",
+	"messaging_consent": "u.messaging_consent", "postal_code": "u.postal_code", "city": "u.city",
+	"county": "u.county", "state": "u.state", "state_code": "u.state_code", "time_zone": "u.time_zone",
+	"date_created": "u.date_created",
+}
+
+// activityColumns maps the activity fields of D14 to the columns the
+// message triggers keep (migration 00009).
+var activityColumns = map[string]string{
+	"last_inbound_at": "u.last_inbound_at", "last_outbound_at": "u.last_outbound_at",
+	"last_delivered_at": "u.last_delivered_at", "inbound_count": "u.inbound_count",
+	"outbound_count": "u.outbound_count",
+}
+
+// sqlw writes SQL text and its arguments side by side, so a placeholder
+// and its value can never drift apart: an expression that is used twice
+// is written (and its arguments added) twice.
+type sqlw struct {
+	b    strings.Builder
+	args []any
+}
+
+func (w *sqlw) s(text string) *sqlw { w.b.WriteString(text); return w }
+func (w *sqlw) a(v any) *sqlw       { w.b.WriteByte('?'); w.args = append(w.args, v); return w }
+
+// expr writes an SQL expression into w.
+type expr func(w *sqlw)
+
+func lit(text string) expr { return func(w *sqlw) { w.s(text) } }
+
+// field is how one criterion's field reads in SQL.
+type field struct {
+	typ int64
+	// present is two-valued: the field holds a value of its type.
+	present expr
+	// value, given present: lowered text (STRING), a number, 'YYYY-MM-DD'
+	// (a DATE held as text), or microseconds (stamp).
+	value expr
+	stamp bool
+	// truth, given present, is the BOOLEAN's value, two-valued.
+	truth expr
+	// hasItem writes "the LIST has the item" (two-valued).
+	hasItem func(w *sqlw, item string)
+	// monthDay, given present, is the DATE's 'MM-DD'.
+	monthDay expr
+}
+
+// compiler turns criteria into one expression for an engine.
+type compiler struct {
+	pg       bool
+	today    time.Time // midnight UTC of the clock's day
+	segments map[int64]*parley.Segment
+	visiting map[int64]bool
+}
+
+func (c *compiler) text(e expr) expr {
+	if !c.pg {
+		return e
+	}
+	return func(w *sqlw) { w.s("("); e(w); w.s(`) COLLATE "C"`) }
+}
+
+// lower folds ASCII letters only, as D14 asks and as SQLite's lower()
+// does; PostgreSQL's lower() would fold every script by its locale.
+func (c *compiler) lower(e expr) expr {
+	if !c.pg {
+		return func(w *sqlw) { w.s("lower("); e(w); w.s(")") }
+	}
+	return func(w *sqlw) {
+		w.s("translate(")
+		e(w)
+		w.s(", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')")
+	}
+}
+
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// isoFromUS turns 'MM/DD/YYYY' into 'YYYY-MM-DD'.
+func isoFromUS(e expr) expr {
+	return func(w *sqlw) {
+		w.s("(substr(")
+		e(w)
+		w.s(", 7, 4) || '-' || substr(")
+		e(w)
+		w.s(", 1, 2) || '-' || substr(")
+		e(w)
+		w.s(", 4, 2))")
+	}
+}
+
+func (c *compiler) contactField(name string, typ int64) field {
+	col := lit(contactColumns[name])
+	switch name {
+	case "date_created":
+		return field{typ: typ, present: lit("1 = 1"), value: col, stamp: true, monthDay: c.stampMonthDay(col)}
+	case "messaging_consent":
+		truth := lit("u.messaging_consent = 1")
+		if c.pg {
+			truth = lit("u.messaging_consent")
+		}
+		return field{typ: typ, present: lit("u.messaging_consent IS NOT NULL"), truth: truth}
+	}
+	// Text columns: null and "" are both missing (D14).
+	present := func(w *sqlw) { col(w); w.s(" IS NOT NULL AND "); col(w); w.s(" <> ''") }
+	if name == "date_of_birth" { // MM/DD/YYYY (D5)
+		iso := isoFromUS(col)
+		return field{typ: typ, present: present, value: iso,
+			monthDay: func(w *sqlw) { w.s("substr("); iso(w); w.s(", 6, 5)") }}
+	}
+	return field{typ: typ, present: present, value: c.lower(col)}
+}
+
+func (c *compiler) activityField(name string, typ int64) field {
+	col := lit(activityColumns[name])
+	if typ == parley.CustomInteger { // a contact without messages has count 0
+		return field{typ: typ, present: lit("1 = 1"), value: col}
+	}
+	return field{typ: typ, present: func(w *sqlw) { col(w); w.s(" IS NOT NULL") }, value: col, stamp: true,
+		monthDay: c.stampMonthDay(col)}
+}
+
+// stampMonthDay is the 'MM-DD' of a microsecond timestamp, in UTC.
+func (c *compiler) stampMonthDay(col expr) expr {
+	if c.pg {
+		return func(w *sqlw) { w.s("to_char(to_timestamp("); col(w); w.s(" / 1000000) AT TIME ZONE 'UTC', 'MM-DD')") }
+	}
+	return func(w *sqlw) { w.s("strftime('%m-%d', "); col(w); w.s(" / 1000000, 'unixepoch')") }
+}
+
+// customField reads custom_data[key]. A value of another type than the
+// field's (left from before a field was recreated) counts as missing.
+func (c *compiler) customField(key string, typ int64) field {
+	var jtype, jtext expr // JSON type name (NULL when absent) and the value as SQL text/number
+	var num expr
+	var pre func(types ...string) expr
+	if c.pg {
+		jtype = func(w *sqlw) { w.s("json_typeof(u.custom_data -> CAST(").a(key).s(" AS TEXT))") }
+		jtext = func(w *sqlw) { w.s("(u.custom_data ->> CAST(").a(key).s(" AS TEXT))") }
+		cast := "numeric" // INTEGER: exact, as SQLite's integers
+		if typ == parley.CustomFloat {
+			cast = "float8" // FLOAT: IEEE doubles, as SQLite's reals
+		}
+		num = func(w *sqlw) {
+			w.s("CASE WHEN ")
+			jtype(w)
+			w.s(" = 'number' THEN ")
+			jtext(w)
+			w.s("::" + cast + " END")
+		}
+	} else {
+		path := `$."` + key + `"` // keys are letters, digits and _ (parley.CustomDataKey)
+		jtype = func(w *sqlw) { w.s("json_type(u.custom_data, ").a(path).s(")") }
+		jtext = func(w *sqlw) { w.s("json_extract(u.custom_data, ").a(path).s(")") }
+		num = jtext
+	}
+	pre = func(types ...string) expr {
+		return func(w *sqlw) {
+			w.s("COALESCE(")
+			jtype(w)
+			w.s(", '') IN ('" + strings.Join(types, "', '") + "')")
+		}
+	}
+	str, number := "text", []string{"integer", "real"}
+	if c.pg {
+		str, number = "string", []string{"number"}
+	}
+	switch typ {
+	case parley.CustomInteger, parley.CustomFloat:
+		return field{typ: typ, present: pre(number...), value: num}
+	case parley.CustomString:
+		return field{typ: typ, present: pre(str), value: c.lower(jtext)}
+	case parley.CustomBoolean:
+		// "true"/"false" in any case, or 1/0 (D6).
+		lowered := c.lower(jtext)
+		one := "1"
+		if c.pg {
+			one = "'1'"
+		}
+		present := func(w *sqlw) {
+			w.s("(")
+			pre(str)(w)
+			w.s(" AND ")
+			lowered(w)
+			w.s(" IN ('true', 'false') OR ")
+			pre(number...)(w)
+			w.s(" AND ")
+			jtext(w)
+			w.s(" IN (" + one + ", " + strings.Replace(one, "1", "0", 1) + "))")
+		}
+		truth := func(w *sqlw) { w.s("("); lowered(w); w.s(" = 'true' OR "); jtext(w); w.s(" = " + one + ")") }
+		return field{typ: typ, present: present, truth: truth}
+	case parley.CustomDate:
+		// MM/DD/YYYY or YYYY-MM-DD (D6), compared as YYYY-MM-DD.
+		iso := func(w *sqlw) {
+			w.s("CASE WHEN substr(")
+			jtext(w)
+			w.s(", 3, 1) = '/' THEN ")
+			isoFromUS(jtext)(w)
+			w.s(" ELSE ")
+			jtext(w)
+			w.s(" END")
+		}
+		return field{typ: typ, present: pre(str), value: iso,
+			monthDay: func(w *sqlw) { w.s("substr("); iso(w); w.s(", 6, 5)") }}
+	case parley.CustomList:
+		f := field{typ: typ, present: pre("array")}
+		f.hasItem = func(w *sqlw, item string) {
+			n, isNum := parseNumber(item)
+			if c.pg {
+				w.s("EXISTS (SELECT 1 FROM json_array_elements(CASE WHEN ")
+				jtype(w)
+				w.s(" = 'array' THEN u.custom_data -> CAST(").a(key).s(" AS TEXT) END) e(v) WHERE ")
+				w.s("json_typeof(e.v) = 'string' AND translate(e.v #>> '{}', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') = ").a(asciiLower(item))
+				if isNum {
+					w.s(" OR CASE WHEN json_typeof(e.v) = 'number' THEN (e.v #>> '{}')::float8 END = ").a(n)
+				}
+				w.s(")")
+				return
+			}
+			w.s("EXISTS (SELECT 1 FROM json_each(u.custom_data, ").a(`$."` + key + `"`).s(") e WHERE ")
+			w.s("e.type = 'text' AND lower(e.value) = ").a(asciiLower(item))
+			if isNum {
+				w.s(" OR e.type IN ('integer', 'real') AND e.value = ").a(n)
+			}
+			w.s(")")
+		}
+		return f
+	}
+	return field{}
+}
+
+// parseNumber reads a LIST item criterion as a number, so [1, 2] has "2".
+func parseNumber(s string) (float64, bool) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return f, err == nil && s != ""
+}
+
+func dayMicros(t time.Time) int64 { return t.UnixMicro() }
+
+// criterion writes one criterion; i is its index, for errors.
+func (c *compiler) criterion(w *sqlw, i int, cr *parley.SegmentCriterion) error {
+	at := "criteria[" + strconv.Itoa(i) + "]"
+	a := cr.Attribute
+	if a.DimensionType == parley.DimensionSegment {
+		return c.membership(w, at, cr)
+	}
+	var f field
+	switch a.DimensionType {
+	case parley.DimensionContact:
+		if _, ok := contactColumns[a.FieldName]; ok && parley.ContactFieldTypes[a.FieldName] == a.FieldType {
+			f = c.contactField(a.FieldName, a.FieldType)
+		}
+	case parley.DimensionActivity:
+		if _, ok := activityColumns[a.FieldName]; ok && parley.ActivityFieldTypes[a.FieldName] == a.FieldType {
+			f = c.activityField(a.FieldName, a.FieldType)
+		}
+	case parley.DimensionCustomData:
+		f = c.customField(a.FieldName, a.FieldType)
+	}
+	if f.present == nil {
+		return parley.FieldError(parley.EValidation, at+".attribute", "not a field this server can select on")
+	}
+	op := cr.OperatorType
+	switch op {
+	case parley.OpIsSet:
+		f.present(w)
+		return nil
+	case parley.OpIsNotSet:
+		w.s("NOT (")
+		f.present(w)
+		w.s(")")
+		return nil
+	case parley.OpNotEquals, parley.OpDoesNotContain:
+		w.s("NOT ")
+		op-- // the negation of EQUALS, CONTAINS
+	}
+	w.s("(")
+	f.present(w)
+	w.s(" AND ")
+	if err := c.compare(w, at, f, op, cr); err != nil {
+		return err
+	}
+	w.s(")")
+	return nil
+}
+
+// compare writes the test of a present value: op is never one of the
+// negations or IS_SET / IS_NOT_SET here.
+func (c *compiler) compare(w *sqlw, at string, f field, op int64, cr *parley.SegmentCriterion) error {
+	bad := func(member string) error {
+		return parley.FieldError(parley.EValidation, at+"."+member, "missing or does not fit the criterion")
+	}
+	switch f.typ {
+	case parley.CustomBoolean:
+		if op != parley.OpEquals || cr.BoolFieldValue == nil {
+			return bad("bool_field_value")
+		}
+		if !*cr.BoolFieldValue {
+			w.s("NOT ")
+		}
+		f.truth(w)
+		return nil
+	case parley.CustomString, parley.CustomList:
+		if cr.StrFieldValue == nil {
+			return bad("str_field_value")
+		}
+		s := *cr.StrFieldValue
+		switch {
+		case f.typ == parley.CustomList && (op == parley.OpEquals || op == parley.OpContains):
+			// A LIST equals a value when it has it as an item, as SQL's = ANY.
+			f.hasItem(w, s)
+		case op == parley.OpEquals:
+			f.value(w)
+			w.s(" = ").a(asciiLower(s))
+		case op == parley.OpContains && c.pg:
+			w.s("strpos(")
+			f.value(w)
+			w.s(", ").a(asciiLower(s)).s(") > 0")
+		case op == parley.OpContains:
+			w.s("instr(")
+			f.value(w)
+			w.s(", ").a(asciiLower(s)).s(") > 0")
+		case op == parley.OpStartsWith:
+			w.s("substr(")
+			f.value(w)
+			w.s(", 1, ").a(utf8.RuneCountInString(s)).s(") = ").a(asciiLower(s))
+		default:
+			return bad("operator_type")
+		}
+		return nil
+	case parley.CustomInteger, parley.CustomFloat:
+		var v any
+		switch {
+		case f.typ == parley.CustomInteger && cr.IntFieldValue != nil:
+			v = *cr.IntFieldValue
+		case f.typ == parley.CustomFloat && cr.FloatFieldValue != nil:
+			v = *cr.FloatFieldValue
+		default:
+			return bad("value")
+		}
+		sym, ok := cmpSymbols[op]
+		if !ok {
+			return bad("operator_type")
+		}
+		f.value(w)
+		w.s(" " + sym + " ").a(v)
+		return nil
+	case parley.CustomDate:
+		return c.compareDate(w, f, op, cr, bad)
+	}
+	return bad("attribute.field_type")
+}
+
+var cmpSymbols = map[int64]string{
+	parley.OpEquals: "=", parley.OpGreaterThan: ">", parley.OpGreaterOrEqual: ">=",
+	parley.OpLessThan: "<", parley.OpLessOrEqual: "<=",
+}
+
+// compareDate compares by calendar day in UTC (D14). Text dates compare
+// as 'YYYY-MM-DD'; timestamps against the microseconds of day bounds, so
+// an index on the column could serve.
+func (c *compiler) compareDate(w *sqlw, f field, op int64, cr *parley.SegmentCriterion, bad func(string) error) error {
+	day := func(t time.Time) string { return t.Format("2006-01-02") }
+	// between writes from ≤ value < to (days); a zero bound is open.
+	between := func(from, to time.Time) {
+		if f.stamp {
+			if !from.IsZero() {
+				f.value(w)
+				w.s(" >= ").a(dayMicros(from))
+			}
+			if !from.IsZero() && !to.IsZero() {
+				w.s(" AND ")
+			}
+			if !to.IsZero() {
+				f.value(w)
+				w.s(" < ").a(dayMicros(to))
+			}
+			return
+		}
+		v := c.text(f.value)
+		if !from.IsZero() {
+			v(w)
+			w.s(" >= ").a(day(from))
+		}
+		if !from.IsZero() && !to.IsZero() {
+			w.s(" AND ")
+		}
+		if !to.IsZero() {
+			v(w)
+			w.s(" < ").a(day(to))
+		}
+	}
+	var none time.Time
+	if op >= parley.OpInLastDays {
+		if cr.IntFieldValue == nil || *cr.IntFieldValue < 0 || *cr.IntFieldValue > parley.MaxDays {
+			return bad("int_field_value")
+		}
+		n := int(*cr.IntFieldValue)
+		switch op {
+		case parley.OpInLastDays: // today − N … today
+			between(c.today.AddDate(0, 0, -n), c.today.AddDate(0, 0, 1))
+		case parley.OpMoreThanDaysAgo: // before today − N
+			between(none, c.today.AddDate(0, 0, -n))
+		case parley.OpAnniversaryWithinDays:
+			c.anniversary(w, f, n)
+		default:
+			return bad("operator_type")
+		}
+		return nil
+	}
+	if cr.DateFieldValue == nil {
+		return bad("date_field_value")
+	}
+	d, ok := parley.ParseCriterionDate(*cr.DateFieldValue)
+	if !ok {
+		return bad("date_field_value")
+	}
+	next := d.AddDate(0, 0, 1)
+	switch op {
+	case parley.OpEquals:
+		between(d, next)
+	case parley.OpGreaterThan:
+		between(next, none)
+	case parley.OpGreaterOrEqual:
+		between(d, none)
+	case parley.OpLessThan:
+		between(none, d)
+	case parley.OpLessOrEqual:
+		between(none, next)
+	default:
+		return bad("operator_type")
+	}
+	return nil
+}
+
+// anniversary writes "month and day fall within today … today + n, the
+// year ignored" (D14: birthdays). Month-days compare as 'MM-DD' text; a
+// window across a year end is the two ends joined by OR. 29 February
+// falls in a window from 28 February to 1 March of any year.
+func (c *compiler) anniversary(w *sqlw, f field, n int) {
+	if n >= 366 {
+		w.s("1 = 1") // every day of the year
+		return
+	}
+	end := c.today.AddDate(0, 0, n)
+	from, to := c.today.Format("01-02"), end.Format("01-02")
+	md := c.text(f.monthDay)
+	join := " AND "
+	if end.Year() != c.today.Year() {
+		join = " OR "
+	}
+	w.s("(")
+	md(w)
+	w.s(" >= ").a(from).s(join)
+	md(w)
+	w.s(" <= ").a(to).s(")")
+}
+
+// membership writes dimension 4: a frozen segment's stored members, or a
+// standard segment's own criteria, inlined.
+func (c *compiler) membership(w *sqlw, at string, cr *parley.SegmentCriterion) error {
+	bad := func(rule string) error { return parley.FieldError(parley.EValidation, at+".int_field_value", rule) }
+	if cr.IntFieldValue == nil {
+		return bad("required")
+	}
+	id := *cr.IntFieldValue
+	seg := c.segments[id]
+	if seg == nil {
+		return bad("segment " + strconv.FormatInt(id, 10) + " not found")
+	}
+	if c.visiting[id] {
+		return bad("segment " + strconv.FormatInt(id, 10) + " leads back to this segment (a cycle)")
+	}
+	if cr.OperatorType == parley.OpNotEquals {
+		w.s("NOT ")
+	} else if cr.OperatorType != parley.OpEquals {
+		return parley.FieldError(parley.EValidation, at+".operator_type", "segment membership takes EQUALS or NOT_EQUALS")
+	}
+	if seg.Type == parley.SegmentPointInTime {
+		w.s("(u.id IN (SELECT sm.user_id FROM segment_members sm WHERE sm.segment_id = ").a(id).s("))")
+		return nil
+	}
+	c.visiting[id] = true
+	defer delete(c.visiting, id)
+	if err := c.criteria(w, seg.Criteria); err != nil {
+		return bad("segment " + strconv.FormatInt(id, 10) + ": " + parley.ErrorMessage(err))
+	}
+	return nil
+}
+
+// criteria writes the groups (criteria with one and_group_num, joined
+// by AND) joined by OR; no criteria selects everyone.
+func (c *compiler) criteria(w *sqlw, cs []parley.SegmentCriterion) error {
+	if len(cs) == 0 {
+		w.s("(1 = 1)")
+		return nil
+	}
+	var groups []int64
+	byGroup := map[int64][]int{}
+	for i, cr := range cs {
+		if _, ok := byGroup[cr.AndGroupNum]; !ok {
+			groups = append(groups, cr.AndGroupNum)
+		}
+		byGroup[cr.AndGroupNum] = append(byGroup[cr.AndGroupNum], i)
+	}
+	slices.Sort(groups) // the same criteria give the same SQL text: one cached plan
+	w.s("(")
+	for gi, g := range groups {
+		if gi > 0 {
+			w.s(" OR ")
+		}
+		w.s("(")
+		for k, i := range byGroup[g] {
+			if k > 0 {
+				w.s(" AND ")
+			}
+			if err := c.criterion(w, i, &cs[i]); err != nil {
+				return err
+			}
+		}
+		w.s(")")
+	}
+	w.s(")")
+	return nil
+}
+
+// querier is what both *DB (the reader pool) and *Tx can read through.
+type querier interface {
+	query(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// audienceFilter compiles a into the condition on `users u` that selects
+// the brand's live users in it. now is the clock, for the day operators.
+func (db *DB) audienceFilter(ctx context.Context, q querier, brandID int64, a Audience, now time.Time) (string, []any, error) {
+	w := &sqlw{}
+	w.s("u.brand_id = ").a(brandID).s(" AND u.is_deleted = FALSE AND ")
+	criteria := a.Criteria
+	var self int64
+	if a.SegmentID != 0 {
+		seg, err := findSegment(ctx, q, brandID, a.SegmentID)
+		if err != nil {
+			return "", nil, err
+		}
+		if seg.Type == parley.SegmentPointInTime {
+			// Frozen when created (D14); deleted users drop out above.
+			w.s("u.id IN (SELECT sm.user_id FROM segment_members sm WHERE sm.segment_id = ").a(seg.ID).s(")")
+			return w.b.String(), w.args, nil
+		}
+		criteria, self = seg.Criteria, seg.ID
+	}
+	c := &compiler{pg: db.engine == "postgres", today: utcDay(now), visiting: map[int64]bool{self: true}}
+	if namesSegments(criteria) {
+		segs, err := listSegments(ctx, q, brandID, false)
+		if err != nil {
+			return "", nil, err
+		}
+		c.segments = make(map[int64]*parley.Segment, len(segs))
+		for _, s := range segs {
+			c.segments[s.ID] = s
+		}
+	}
+	if err := c.criteria(w, criteria); err != nil {
+		return "", nil, err
+	}
+	if len(w.args) > 30000 { // SQLite's and PostgreSQL's bound on parameters is 32766 / 65535
+		return "", nil, parley.FieldError(parley.EValidation, "criteria", "too large to evaluate")
+	}
+	return w.b.String(), w.args, nil
+}
+
+func namesSegments(cs []parley.SegmentCriterion) bool {
+	return slices.ContainsFunc(cs, func(c parley.SegmentCriterion) bool {
+		return c.Attribute.DimensionType == parley.DimensionSegment
+	})
+}
+
+func utcDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// AudienceFilter returns the condition on the users row aliased u that
+// selects the brand's live users in a, and its arguments (? placeholders),
+// for statements of the store that act on an audience inside the
+// transaction, e.g. INSERT INTO messages … SELECT … FROM users u WHERE
+// <filter>. A SegmentID of none or another brand's is ErrNotFound.
+func (tx *Tx) AudienceFilter(ctx context.Context, brandID int64, a Audience) (string, []any, error) {
+	return tx.db.audienceFilter(ctx, tx, brandID, a, tx.now)
+}
+
+// CountAudience counts the brand's live users in a. A SegmentID of none
+// or another brand's is ErrNotFound; criteria that do not compile are an
+// EValidation *parley.Error naming the criterion.
+func (db *DB) CountAudience(ctx context.Context, brandID int64, a Audience) (int64, error) {
+	where, args, err := db.audienceFilter(ctx, db, brandID, a, db.Now())
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := db.queryRow(ctx, `SELECT count(*) FROM users u WHERE `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: count audience: %w", err)
+	}
+	return n, nil
+}
+
+// AudienceUsers returns up to limit users of a whose id is above afterID,
+// by id (keyset pages). Errors as CountAudience.
+func (db *DB) AudienceUsers(ctx context.Context, brandID int64, a Audience, afterID int64, limit int) ([]*parley.User, error) {
+	where, args, err := db.audienceFilter(ctx, db, brandID, a, db.Now())
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, afterID, limit)
+	rows, err := db.query(ctx, `SELECT `+prefixed("u.", userColumns)+` FROM users u WHERE `+where+
+		` AND u.id > ? ORDER BY u.id LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: audience users: %w", err)
+	}
+	defer rows.Close()
+	out := []*parley.User{}
+	for rows.Next() {
+		u, err := scanUserFrom(rows.Scan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// FreezeSegment stores the current members of the brand's segment as its
+// frozen members (POINT IN TIME, D14), replacing any frozen before, and
+// returns how many there are. The members are those of its criteria,
+// whatever its type.
+func (tx *Tx) FreezeSegment(ctx context.Context, brandID, segmentID int64) (int64, error) {
+	seg, err := findSegment(ctx, tx, brandID, segmentID)
+	if err != nil {
+		return 0, err
+	}
+	where, args, err := tx.AudienceFilter(ctx, brandID, Audience{Criteria: seg.Criteria})
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.exec(ctx, `DELETE FROM segment_members WHERE segment_id = ?`, seg.ID); err != nil {
+		return 0, fmt.Errorf("store: freeze segment: %w", err)
+	}
+	res, err := tx.exec(ctx, `INSERT INTO segment_members (segment_id, user_id, brand_id)
+	SELECT ?, u.id, u.brand_id FROM users u WHERE `+where, append([]any{seg.ID}, args...)...)
+	if err != nil {
+		return 0, fmt.Errorf("store: freeze segment: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}

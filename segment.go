@@ -1,0 +1,329 @@
+package parley
+
+import (
+	"math"
+	"strconv"
+	"time"
+)
+
+// Segment types (spec "Segment"; D14).
+const (
+	SegmentStandard    = "STANDARD"      // evaluated at each use
+	SegmentPointInTime = "POINT IN TIME" // members frozen when created
+)
+
+// SegmentCount answers GET /segments/{id}/count (D15).
+type SegmentCount struct {
+	SegmentID  int64 `json:"segment_id"`
+	Count      int64 `json:"count"`
+	ComputedAt Time  `json:"computed_at"`
+}
+
+// SegmentPreview answers POST /segments/preview (D15): how many users the
+// criteria select, and the first of them by id.
+type SegmentPreview struct {
+	Count  int64   `json:"count"`
+	Sample []*User `json:"sample"`
+}
+
+// PreviewSampleSize is how many users a preview shows at most (D15).
+const PreviewSampleSize = 10
+
+// Criterion dimensions: attribute.dimension_type (D14).
+const (
+	DimensionContact    = 1 // a contact field (ContactFieldTypes)
+	DimensionCustomData = 2 // a custom_data key
+	DimensionActivity   = 3 // messaging activity (ActivityFieldTypes)
+	DimensionSegment    = 4 // membership of another segment (int_field_value)
+)
+
+// Criterion operators: operator_type (D14).
+const (
+	OpEquals                = 1
+	OpNotEquals             = 2
+	OpGreaterThan           = 3
+	OpGreaterOrEqual        = 4
+	OpLessThan              = 5
+	OpLessOrEqual           = 6
+	OpContains              = 7 // substring; for a LIST: has the item
+	OpDoesNotContain        = 8
+	OpStartsWith            = 9
+	OpIsSet                 = 10
+	OpIsNotSet              = 11
+	OpInLastDays            = 12 // DATE within the last N days, today included
+	OpMoreThanDaysAgo       = 13 // DATE before today − N days
+	OpAnniversaryWithinDays = 14 // DATE's month and day within today … today + N
+)
+
+// OperatorNames names the operator codes, for messages.
+var OperatorNames = map[int64]string{
+	OpEquals: "EQUALS", OpNotEquals: "NOT_EQUALS", OpGreaterThan: "GREATER_THAN",
+	OpGreaterOrEqual: "GREATER_OR_EQUAL", OpLessThan: "LESS_THAN", OpLessOrEqual: "LESS_OR_EQUAL",
+	OpContains: "CONTAINS", OpDoesNotContain: "DOES_NOT_CONTAIN", OpStartsWith: "STARTS_WITH",
+	OpIsSet: "IS_SET", OpIsNotSet: "IS_NOT_SET", OpInLastDays: "IN_LAST_DAYS",
+	OpMoreThanDaysAgo: "MORE_THAN_DAYS_AGO", OpAnniversaryWithinDays: "ANNIVERSARY_WITHIN_DAYS",
+}
+
+// TypeNames names the custom data type codes (D6), for messages.
+var TypeNames = map[int64]string{
+	CustomInteger: "INTEGER", CustomFloat: "FLOAT", CustomString: "STRING",
+	CustomList: "LIST", CustomBoolean: "BOOLEAN", CustomDate: "DATE",
+}
+
+// ContactFieldTypes are the contact fields a criterion may test
+// (dimension 1) and their types (D14). time_zone is location.time_zone.
+var ContactFieldTypes = map[string]int64{
+	"first_name": CustomString, "last_name": CustomString, "email_address": CustomString,
+	"phone_number": CustomString, "date_of_birth": CustomDate, "messaging_consent": CustomBoolean,
+	"postal_code": CustomString, "city": CustomString, "county": CustomString, "state": CustomString,
+	"state_code": CustomString, "time_zone": CustomString, "date_created": CustomDate,
+}
+
+// ActivityFieldTypes are the messaging activity fields (dimension 3) and
+// their types (D14): a contact without such messages has count 0 and no date.
+var ActivityFieldTypes = map[string]int64{
+	"last_inbound_at": CustomDate, "last_outbound_at": CustomDate, "last_delivered_at": CustomDate,
+	"inbound_count": CustomInteger, "outbound_count": CustomInteger,
+}
+
+// Limits that keep one segment's query a reasonable size.
+const (
+	MaxCriteria = 50 // criteria of one segment
+	// MaxExpandedCriteria bounds the criteria of a segment together with
+	// those of the segments it names (dimension 4), which its query inlines.
+	MaxExpandedCriteria = 200
+	// MaxDays bounds N of IN_LAST_DAYS, MORE_THAN_DAYS_AGO and
+	// ANNIVERSARY_WITHIN_DAYS (about 270 years).
+	MaxDays = 100000
+)
+
+// opFits reports whether operator op applies to values of type typ (D14):
+// 1, 2, 10, 11 fit every type; 3–6 INTEGER, FLOAT and DATE; 7–9 STRING
+// (7 and 8 also LIST); 12–14 DATE.
+func opFits(op, typ int64) bool {
+	switch op {
+	case OpEquals, OpNotEquals, OpIsSet, OpIsNotSet:
+		return true
+	case OpGreaterThan, OpGreaterOrEqual, OpLessThan, OpLessOrEqual:
+		return typ == CustomInteger || typ == CustomFloat || typ == CustomDate
+	case OpContains, OpDoesNotContain:
+		return typ == CustomString || typ == CustomList
+	case OpStartsWith:
+		return typ == CustomString
+	case OpInLastDays, OpMoreThanDaysAgo, OpAnniversaryWithinDays:
+		return typ == CustomDate
+	}
+	return false
+}
+
+// CriteriaScope is what criteria are checked against: the brand's
+// configuration at the time of the check.
+type CriteriaScope struct {
+	// Fields maps each custom_data key of the brand to its type code.
+	Fields map[string]int64
+	// Segments holds the brand's segments by id (archived ones too).
+	Segments map[int64]*Segment
+	// Self is the id of the segment whose criteria these are; 0 for new
+	// criteria or a preview.
+	Self int64
+}
+
+// ValidateCriteria checks criteria against D14 and the brand's fields and
+// segments. It returns an EValidation *Error whose field and message name
+// the criterion's index (criteria[2].operator_type: GREATER_THAN does not
+// fit BOOLEAN), or nil.
+func ValidateCriteria(criteria []SegmentCriterion, sc CriteriaScope) error {
+	if len(criteria) > MaxCriteria {
+		return FieldError(EValidation, "criteria", "at most "+strconv.Itoa(MaxCriteria)+" criteria")
+	}
+	for i := range criteria {
+		if err := validateCriterion(i, &criteria[i], sc); err != nil {
+			return err
+		}
+	}
+	// Membership: every segment named, and what it names in turn, must be
+	// the brand's, and the chain must not lead back to Self.
+	for i, c := range criteria {
+		if c.Attribute.DimensionType != DimensionSegment {
+			continue
+		}
+		at := "criteria[" + strconv.Itoa(i) + "].int_field_value"
+		n, err := expand(*c.IntFieldValue, sc, map[int64]bool{sc.Self: true})
+		if err != nil {
+			return FieldError(EValidation, at, err.Error())
+		}
+		if n+len(criteria) > MaxExpandedCriteria {
+			return FieldError(EValidation, at, "the segments it names hold more than "+
+				strconv.Itoa(MaxExpandedCriteria)+" criteria in all")
+		}
+	}
+	return nil
+}
+
+type ruleError string
+
+func (e ruleError) Error() string { return string(e) }
+
+// expand follows segment id through its membership criteria and returns
+// how many criteria the chain holds; path holds the segments on the way
+// there, so meeting one again is a cycle.
+func expand(id int64, sc CriteriaScope, path map[int64]bool) (int, error) {
+	if path[id] {
+		return 0, ruleError("segment " + strconv.FormatInt(id, 10) + " leads back to this segment (a cycle)")
+	}
+	seg := sc.Segments[id]
+	if seg == nil {
+		return 0, ruleError("segment " + strconv.FormatInt(id, 10) + " not found")
+	}
+	if seg.Type == SegmentPointInTime {
+		return 1, nil // its frozen members are read, not its criteria
+	}
+	path[id] = true
+	defer delete(path, id)
+	n := len(seg.Criteria)
+	// Its query is inlined into this one, so its criteria must hold today
+	// (a field may have been deleted since it was saved).
+	for j := range seg.Criteria {
+		if err := validateCriterion(j, &seg.Criteria[j], sc); err != nil {
+			return 0, ruleError("segment " + strconv.FormatInt(id, 10) + ": " + err.(*Error).Message)
+		}
+	}
+	for _, c := range seg.Criteria {
+		if c.Attribute.DimensionType != DimensionSegment {
+			continue
+		}
+		m, err := expand(*c.IntFieldValue, sc, path)
+		if err != nil {
+			return 0, err
+		}
+		n += m
+		if n > MaxExpandedCriteria {
+			return n, nil
+		}
+	}
+	return n, nil
+}
+
+func validateCriterion(i int, c *SegmentCriterion, sc CriteriaScope) error {
+	at := "criteria[" + strconv.Itoa(i) + "]"
+	bad := func(member, rule string) error { return FieldError(EValidation, at+"."+member, rule) }
+	a := c.Attribute
+	typ := a.FieldType
+	switch a.DimensionType {
+	case DimensionContact, DimensionCustomData, DimensionActivity:
+		var want int64
+		var ok bool
+		switch a.DimensionType {
+		case DimensionContact:
+			want, ok = ContactFieldTypes[a.FieldName]
+		case DimensionCustomData:
+			want, ok = sc.Fields[a.FieldName]
+		case DimensionActivity:
+			want, ok = ActivityFieldTypes[a.FieldName]
+		}
+		if !ok {
+			return bad("attribute.field_name", strconv.Quote(a.FieldName)+" is not a field of dimension_type "+
+				strconv.FormatInt(a.DimensionType, 10))
+		}
+		if typ != want {
+			return bad("attribute.field_type", a.FieldName+" is "+TypeNames[want]+" ("+strconv.FormatInt(want, 10)+")")
+		}
+		if _, known := OperatorNames[c.OperatorType]; !known {
+			return bad("operator_type", "unknown code "+strconv.FormatInt(c.OperatorType, 10))
+		}
+		if !opFits(c.OperatorType, typ) {
+			return bad("operator_type", OperatorNames[c.OperatorType]+" does not fit "+TypeNames[typ])
+		}
+	case DimensionSegment:
+		if typ != 0 && typ != CustomInteger {
+			return bad("attribute.field_type", "must be INTEGER (1) for segment membership")
+		}
+		if c.OperatorType != OpEquals && c.OperatorType != OpNotEquals {
+			return bad("operator_type", "segment membership takes EQUALS (1) or NOT_EQUALS (2)")
+		}
+	default:
+		return bad("attribute.dimension_type", "unknown code "+strconv.FormatInt(a.DimensionType, 10))
+	}
+	return checkValueMember(c, typ, bad)
+}
+
+// valueMember names the member that carries a criterion's value: N for
+// the day operators and segment ids, else the one its field_type selects.
+func valueMember(c *SegmentCriterion, typ int64) string {
+	switch {
+	case c.OperatorType == OpIsSet || c.OperatorType == OpIsNotSet:
+		return ""
+	case c.Attribute.DimensionType == DimensionSegment:
+		return "int_field_value"
+	case c.OperatorType >= OpInLastDays && c.OperatorType <= OpAnniversaryWithinDays:
+		return "int_field_value"
+	}
+	switch typ {
+	case CustomInteger:
+		return "int_field_value"
+	case CustomFloat:
+		return "float_field_value"
+	case CustomString, CustomList:
+		return "str_field_value"
+	case CustomBoolean:
+		return "bool_field_value"
+	}
+	return "date_field_value"
+}
+
+func checkValueMember(c *SegmentCriterion, typ int64, bad func(member, rule string) error) error {
+	want := valueMember(c, typ)
+	set := map[string]bool{
+		"str_field_value": c.StrFieldValue != nil, "bool_field_value": c.BoolFieldValue != nil,
+		"int_field_value": c.IntFieldValue != nil, "float_field_value": c.FloatFieldValue != nil,
+		"date_field_value": c.DateFieldValue != nil,
+	}
+	for _, m := range []string{"str_field_value", "bool_field_value", "int_field_value", "float_field_value", "date_field_value"} {
+		if set[m] && m != want {
+			if want == "" {
+				return bad(m, "must be null with "+OperatorNames[c.OperatorType])
+			}
+			return bad(m, "must be null; this criterion takes "+want)
+		}
+	}
+	if want == "" {
+		return nil
+	}
+	if !set[want] {
+		return bad(want, "required")
+	}
+	switch {
+	case c.Attribute.DimensionType == DimensionSegment:
+		if *c.IntFieldValue < 1 {
+			return bad(want, "must be a segment id")
+		}
+	case want == "int_field_value" && c.OperatorType >= OpInLastDays:
+		if n := *c.IntFieldValue; n < 0 || n > MaxDays {
+			return bad(want, "must be a number of days between 0 and "+strconv.Itoa(MaxDays))
+		}
+	case want == "float_field_value":
+		if f := *c.FloatFieldValue; math.IsNaN(f) || math.IsInf(f, 0) {
+			return bad(want, "must be a finite number")
+		}
+	case want == "date_field_value":
+		if _, ok := ParseCriterionDate(*c.DateFieldValue); !ok {
+			return bad(want, "must be a date YYYY-MM-DD")
+		}
+	}
+	return nil
+}
+
+// ParseCriterionDate reads a date_field_value: YYYY-MM-DD, a real calendar
+// day (D14), as midnight UTC.
+func ParseCriterionDate(s string) (time.Time, bool) {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return time.Time{}, false
+	}
+	for i, r := range s {
+		if i != 4 && i != 7 && (r < '0' || r > '9') {
+			return time.Time{}, false
+		}
+	}
+	t, err := time.Parse("2006-01-02", s)
+	return t, err == nil
+}

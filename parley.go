@@ -82,10 +82,16 @@ func (o *Optional[T]) UnmarshalJSON(data []byte) error {
 			*p = v
 			return nil
 		}
+	case *json.RawMessage:
+		*p = append((*p)[:0], data...)
+		return nil
 	}
 	// A type error here comes back as *json.UnmarshalTypeError; the outer
-	// decoder fills in the member's name, which the caller reports.
-	return json.Unmarshal(data, &o.Value)
+	// decoder fills in the member's name, which the caller reports. Members
+	// unknown to an object value are refused as at the top level (D4).
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(&o.Value)
 }
 
 // MarshalJSON implements json.Marshaler; an unset member encodes as null, so

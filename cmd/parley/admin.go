@@ -65,6 +65,9 @@ func adminCmd(ctx context.Context, name string, args []string, getenv func(strin
 }
 
 func runBrand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "settings" {
+		return runBrandSettings(ctx, args[1:], getenv, stdout)
+	}
 	verb, rest, err := parseSub(args, "create", "list", "update")
 	if err != nil {
 		return fmt.Errorf("brand: %w", err)

@@ -167,6 +167,20 @@ func TestAdminCommands(t *testing.T) {
 		t.Errorf("brand list after update: %s", out)
 	}
 
+	// D17 settings: shown, changed member by member, refused whole.
+	out, err = runCmd(t, e, "brand", "settings", id, "--set", `{"time_zone": "America/Chicago", "send_rate": 5}`)
+	if err != nil || !strings.Contains(out, `"time_zone": "America/Chicago"`) || !strings.Contains(out, `"send_rate": 5`) ||
+		!strings.Contains(out, `"start": "08:00"`) {
+		t.Errorf("brand settings --set: %v %s", err, out)
+	}
+	if _, err := runCmd(t, e, "brand", "settings", id, "--set", `{"time_zone": "America/Denver", "send_rate": -1}`); err == nil ||
+		!strings.Contains(err.Error(), "send_rate") {
+		t.Errorf("brand settings with a bad send_rate: %v", err)
+	}
+	if out, _ := runCmd(t, e, "brand", "settings", id); !strings.Contains(out, `"time_zone": "America/Chicago"`) {
+		t.Errorf("a refused update changed the settings: %s", out)
+	}
+
 	out, err = runCmd(t, e, "credential", "create", "--brand", id, "--json")
 	if err != nil {
 		t.Fatal(err)

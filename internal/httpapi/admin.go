@@ -26,6 +26,8 @@ type Admin interface {
 	CreateSegment(ctx context.Context, s *parley.Segment) error
 	AllSegments(ctx context.Context, brandID int64) ([]*parley.Segment, error)
 	ArchiveSegment(ctx context.Context, brandID, id int64) error
+	BrandSettings(ctx context.Context, brandID int64) (*parley.BrandSettings, error)
+	UpdateBrandSettings(ctx context.Context, brandID int64, u parley.BrandSettingsUpdate) (*parley.BrandSettings, error)
 }
 
 // adminRoutes are served only when an admin token is configured.
@@ -35,6 +37,8 @@ func (s *Server) adminRoutes() []route {
 		{"POST", a + "/brands", s.admin(s.adminCreateBrand)},
 		{"GET", a + "/brands", s.admin(s.adminListBrands)},
 		{"POST", a + "/brands/{brand_id}", s.admin(s.adminUpdateBrand)},
+		{"GET", a + "/brands/{brand_id}/settings", s.admin(s.adminGetSettings)},
+		{"POST", a + "/brands/{brand_id}/settings", s.admin(s.adminUpdateSettings)},
 		{"POST", a + "/brands/{brand_id}/credentials", s.admin(s.adminCreateCredential)},
 		{"GET", a + "/brands/{brand_id}/credentials", s.admin(s.adminListCredentials)},
 		{"DELETE", a + "/credentials/{username}", s.admin(s.adminRevokeCredential)},

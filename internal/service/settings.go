@@ -45,7 +45,9 @@ func (s *Service) UpdateBrandSettings(ctx context.Context, brandID int64, u parl
 	return out, err
 }
 
-func brandNotFound(id int64) error { return parley.Errorf(parley.ENotFound, "Brand [%d] not found.", id) }
+func brandNotFound(id int64) error {
+	return parley.Errorf(parley.ENotFound, "Brand [%d] not found.", id)
+}
 
 // applySettings checks u and applies it to st.
 func applySettings(st *parley.BrandSettings, u parley.BrandSettingsUpdate) error {

@@ -123,7 +123,7 @@ func (s *Service) UpdateBrand(ctx context.Context, id int64, u store.BrandUpdate
 	}
 	err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.UpdateBrand(ctx, id, u) })
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, parley.Errorf(parley.ENotFound, "Brand [%d] not found.", id)
+		return nil, brandNotFound(id)
 	}
 	if err != nil {
 		return nil, err

@@ -46,6 +46,10 @@ type Message struct {
 	DateDelivered  *Time    `json:"date_delivered"`
 	ErrorCode      *string  `json:"error_code"`
 	ErrorMessage   *string  `json:"error_message"`
+	// Encoding (GSM-7 or UCS-2) and NumSegments (the parts an SMS is
+	// billed as; 1 with media) are how the body goes on the air (D16).
+	Encoding    string `json:"encoding"`
+	NumSegments int    `json:"num_segments"`
 }
 
 // MessageCreate is the body of POST /messages.

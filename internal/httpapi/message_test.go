@@ -20,7 +20,8 @@ import (
 // msgMembers are the members of a Message, exactly (D8: the spec's members
 // plus error_code and error_message; D1: nullable members are present).
 var msgMembers = []string{"id", "user_id", "direction", "status", "date_created", "body",
-	"media_item_uuids", "type", "date_sent", "date_delivered", "error_code", "error_message"}
+	"media_item_uuids", "type", "date_sent", "date_delivered", "error_code", "error_message",
+	"encoding", "num_segments"}
 
 // msgUser creates a user of c's brand with a distinct valid number.
 func msgUser(t *testing.T, e *apitest.Env, c *client.Client, n int) *parley.User {
@@ -127,11 +128,13 @@ func TestSendMessageQueuedWithAllMembers(t *testing.T) {
 	got := msgObject(t, resp.Body)
 	msgWantMembers(t, got, msgMembers)
 	want := map[string]any{
-		"user_id":   float64(u.ID),
-		"status":    "queued",
-		"direction": "outbound",
-		"body":      "Hello there",
-		"type":      "CONVERSATIONAL",
+		"user_id":      float64(u.ID),
+		"status":       "queued",
+		"direction":    "outbound",
+		"body":         "Hello there",
+		"type":         "CONVERSATIONAL",
+		"encoding":     "GSM-7",
+		"num_segments": float64(1),
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -727,5 +730,51 @@ func TestSendTogether(t *testing.T) {
 	}
 	if len(events) != 30 {
 		t.Errorf("%d distinct message.queued events queued to the endpoint, want 30", len(events))
+	}
+}
+
+// TestMessageParts: every message reports how its body goes on the air —
+// GSM-7 or UCS-2, and how many segments it is billed as — in the answer to
+// the send, on reads and in lists (D16).
+func TestMessageParts(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	u := msgUser(t, e, e.A, 1)
+	f, err := e.A.UploadFile(e.Ctx, "p.png", bytes.NewReader(filePNG))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, body string
+		media      []string
+		encoding   string
+		segments   int
+	}{
+		{"OneGSM7", strings.Repeat("a", 160), nil, "GSM-7", 1},
+		{"TwoGSM7", strings.Repeat("a", 161), nil, "GSM-7", 2},
+		{"ExtensionCountsTwo", strings.Repeat("€", 80) + "a", nil, "GSM-7", 2},
+		{"OneUCS2", strings.Repeat("ç", 70), nil, "UCS-2", 1},
+		{"EmojiTwoUnits", strings.Repeat("😀", 35) + "a", nil, "UCS-2", 2},
+		{"MediaIsOne", strings.Repeat("a", 500), []string{f.ID}, "GSM-7", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := parley.MessageCreate{UserID: parley.Some(u.ID), Body: parley.Some(c.body)}
+			if c.media != nil {
+				in.MediaItemUUIDs = parley.Some(c.media)
+			}
+			m, err := e.A.SendMessage(e.Ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.A.GetMessage(e.Ctx, m.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range []*parley.Message{m, got} {
+				if m.Encoding != c.encoding || m.NumSegments != c.segments {
+					t.Errorf("encoding %s, %d segments; want %s, %d (D16)", m.Encoding, m.NumSegments, c.encoding, c.segments)
+				}
+			}
+		})
 	}
 }

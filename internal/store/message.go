@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/smsparts"
 )
 
 // InsertFile records an uploaded file.
@@ -111,7 +112,16 @@ func (tx *Tx) insertMessage(ctx context.Context, query string, m *parley.Message
 	case err != nil:
 		return fmt.Errorf("store: insert message: %w", err)
 	}
+	setParts(m)
 	return nil
+}
+
+// setParts fills in how m's body goes on the air (D16). It is derived from
+// the body and the media, so it is computed where a message is read or
+// written rather than stored.
+func setParts(m *parley.Message) {
+	p := smsparts.Count(m.Body, len(m.MediaItemUUIDs))
+	m.Encoding, m.NumSegments = string(p.Encoding), p.Segments
 }
 
 // FindMessage returns a message of the brand, or ErrNotFound.
@@ -189,5 +199,6 @@ func scanMessage(scan func(...any) error) (*parley.Message, error) {
 	m.ErrorCode, m.ErrorMessage = nullString(errCode), nullString(errMsg)
 	m.DateCreated = parley.Time{Time: fromMicros(created)}
 	m.DateSent, m.DateDelivered = nullTime(sent), nullTime(delivered)
+	setParts(&m)
 	return &m, nil
 }

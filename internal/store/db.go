@@ -213,9 +213,20 @@ func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) 
 
 // Migrate applies every pending schema migration.
 func (db *DB) Migrate(ctx context.Context) error {
-	fsys, err := fs.Sub(migrations, "migrations/"+db.engine)
+	p, err := db.migrations()
 	if err != nil {
 		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	return nil
+}
+
+func (db *DB) migrations() (*goose.Provider, error) {
+	fsys, err := fs.Sub(migrations, "migrations/"+db.engine)
+	if err != nil {
+		return nil, err
 	}
 	dialect := goose.DialectSQLite3
 	if db.engine == "postgres" {
@@ -223,12 +234,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 	}
 	p, err := goose.NewProvider(dialect, db.write, fsys, goose.WithDisableGlobalRegistry(true))
 	if err != nil {
-		return fmt.Errorf("store: migrations: %w", err)
+		return nil, fmt.Errorf("store: migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("store: migrate: %w", err)
-	}
-	return nil
+	return p, nil
 }
 
 // Tx is a transaction with its clock fixed at its start, so every row it

@@ -1,6 +1,10 @@
 package store
 
-import "github.com/parleyhq/parley"
+import (
+	"context"
+
+	"github.com/parleyhq/parley"
+)
 
 // Hot queries, for the test of their plans.
 var (
@@ -17,3 +21,14 @@ func (db *DB) Committers() int { return db.committers }
 
 // Queued is how many writes wait for a group committer.
 func (db *DB) Queued() int { return len(db.startGroup().queue) }
+
+// MigrateTo applies the schema migrations up to version, for the tests of
+// a migration on the data before it.
+func (db *DB) MigrateTo(ctx context.Context, version int64) error {
+	p, err := db.migrations()
+	if err != nil {
+		return err
+	}
+	_, err = p.UpTo(ctx, version)
+	return err
+}

@@ -373,6 +373,11 @@ func subscribes(types []string, typ string) bool {
 // DeliverWebhook makes one attempt to deliver an event to an endpoint. It
 // returns an error when the attempt should be retried (River schedules it
 // with webhook.NextRetry); final says no retry follows.
+//
+// The endpoint is checked afresh at every attempt: it must still exist, be
+// enabled and take the event's type (webhook.test is sent whatever the
+// types); otherwise the delivery ends, unlogged. An id found is the
+// endpoint the event was queued for, as ids are never reused (#15).
 func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID string, endpointID int64, attempt int, final bool) error {
 	w, err := s.db.FindWebhook(ctx, brandID, endpointID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -387,6 +392,9 @@ func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID str
 	typ, payload, _, err := s.db.FindEvent(ctx, brandID, eventID)
 	if err != nil {
 		return err
+	}
+	if typ != parley.EventWebhookTest && !subscribes(w.EventTypes, typ) {
+		return nil // unsubscribed since
 	}
 	now := s.db.Now()
 	sealed := [][]byte{w.Secret}
@@ -458,24 +466,28 @@ func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID str
 	}
 	// The endpoint's state first, so the attempt is logged with what
 	// actually follows it: an endpoint disabled after 5 days of failures
-	// gets no retry, and the log must not promise one.
+	// gets no retry, and the log must not promise one. Both in one
+	// transaction, so an endpoint deleted meanwhile keeps no entry.
+	outcome := d.Outcome
 	var expired bool
 	var failingSince *time.Time
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
-		expired = false
+		expired, d.Outcome = false, outcome
 		fw, err := tx.FindWebhook(ctx, brandID, endpointID)
 		if err != nil {
 			return err
 		}
 		changed, exp := change(tx, fw)
-		if !changed {
-			return nil
+		if changed {
+			if err := tx.UpdateWebhook(ctx, fw); err != nil {
+				return err
+			}
+			expired, failingSince = exp, fw.FailingSince
 		}
-		if err := tx.UpdateWebhook(ctx, fw); err != nil {
-			return err
+		if expired {
+			d.Outcome = "disabled"
 		}
-		expired, failingSince = exp, fw.FailingSince
-		return nil
+		return tx.InsertWebhookDelivery(ctx, brandID, d)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // deleted meanwhile, and its delivery log with it
@@ -484,15 +496,15 @@ func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID str
 		return err
 	}
 	if expired {
-		d.Outcome, retry = "disabled", nil
+		retry = nil
 		log.Warn("webhook.disabled", "reason", "failing for more than 5 days", "failing_since", failingSince)
+	}
+	if res.Err != nil {
+		log = log.With("error", res.Err) // the whole error, for the operator only
 	}
 	log.Info("webhook delivery attempt", "outcome", d.Outcome)
 	if s.webhookMetrics != nil {
 		s.webhookMetrics.WebhookAttempt(d.Outcome, res.Latency)
-	}
-	if err := s.db.InsertWebhookDelivery(ctx, brandID, d); err != nil {
-		return err
 	}
 	return retry
 }

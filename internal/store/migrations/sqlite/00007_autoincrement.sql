@@ -228,7 +228,7 @@ DROP TABLE webhook_deliveries;
 ALTER TABLE webhook_deliveries_new RENAME TO webhook_deliveries;
 CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (brand_id, endpoint_id, id);
 
--- Fails the migration, rolling it back, if any reference went wrong.
+-- Fails the migration, which then never commits, if a reference went wrong.
 CREATE TEMP TABLE m00007_check (foreign_key_violations INTEGER CHECK (foreign_key_violations = 0));
 INSERT INTO m00007_check SELECT count(*) FROM pragma_foreign_key_check;
 DROP TABLE m00007_check;

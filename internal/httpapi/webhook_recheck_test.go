@@ -1,13 +1,19 @@
 package httpapi_test
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/apitest"
+	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/webhook"
 )
 
 // A delivery is made only to the endpoint it was queued for, while that
@@ -123,4 +129,38 @@ func TestWebhookDeliveryRechecksSubscription(t *testing.T) {
 	mustDo(t, e.A, "POST", "/webhooks/"+itoa(hook.ID), map[string]any{"event_types": []string{parley.EventMessageQueued}})
 	ev := whTest(t, e.A, hook.ID)
 	rc.wait(t, "the test event", func(q *whReq) bool { return q.ID == ev.ID })
+}
+
+// The delivery log tells the tenant why an attempt failed without what a
+// name resolved to or which resolver answered (#15): the URL is theirs, the
+// network behind the server is not.
+func TestWebhookDeliveryErrorRevealsNoAddress(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, func(c *app.Config) { c.WebhookAllowPrivate = false })
+	e.App.Service.SetWebhooks(false, nil, webhook.WithLookup(func(_ context.Context, host string) ([]netip.Addr, error) {
+		if host == "inside.example.com" {
+			return []netip.Addr{netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("127.0.0.1")}, nil
+		}
+		return nil, &net.DNSError{Err: "server misbehaving", Name: host, Server: "10.20.30.40:53", IsTemporary: true}
+	}))
+	for host, want := range map[string]string{
+		"inside.example.com": "refused: non-public address",
+		"broken.example.com": "DNS lookup failed",
+	} {
+		hook := whCreate(t, e.A, "https://"+host+"/hook", "*")
+		ev := whTest(t, e.A, hook.ID)
+		if err := whDeliver(t, e, ev.ID, hook.ID, 1, false); err == nil {
+			t.Errorf("%s: delivered", host)
+		}
+		d := whLastDelivery(t, e.A, hook.ID, 1)
+		if d.Error != want || d.Status != nil || d.Outcome != "retrying" {
+			t.Errorf("%s: delivery %+v, want error %q, no status, retrying", host, d, want)
+		}
+		resp := mustDo(t, e.A, "GET", "/webhooks/"+itoa(hook.ID)+"/deliveries", nil)
+		for _, leak := range []string{"10.1.2.3", "127.0.0.1", "10.20.30.40", ":53"} {
+			if strings.Contains(string(resp.Body), leak) {
+				t.Errorf("%s: the delivery log shows %s: %s", host, leak, resp.Body)
+			}
+		}
+	}
 }

@@ -420,9 +420,7 @@ func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID str
 		st := res.Status
 		d.Status = &st
 	}
-	if res.Err != nil {
-		d.Error = res.Err.Error()
-	}
+	d.Error = res.Reason // never res.Err: its addresses are not the tenant's to see
 	log := s.logger.With("brand_id", brandID, "webhook_id", w.ID, "event_id", eventID, "attempt", attempt,
 		"status", res.Status, "latency", res.Latency)
 

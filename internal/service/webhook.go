@@ -48,11 +48,14 @@ func webhookNotFound(id int64) *parley.Error {
 // webhookAD binds a sealed secret to its brand.
 func webhookAD(brandID int64) []byte { return []byte("webhook:" + strconv.FormatInt(brandID, 10)) }
 
-func (s *Service) checkWebhookURL(raw string) error {
-	if err := webhook.CheckURL(raw, s.webhookAllowPrivate); err != nil {
-		return invalid("url", err.Error())
+// webhookURL checks an endpoint URL and returns it as stored: its host in
+// the ASCII form that is checked and dialed.
+func (s *Service) webhookURL(raw string) (string, error) {
+	u, err := webhook.NormalizeURL(raw, s.webhookAllowPrivate)
+	if err != nil {
+		return "", invalid("url", err.Error())
 	}
-	return nil
+	return u, nil
 }
 
 func checkEventTypes(types []string) error {
@@ -79,7 +82,8 @@ func (s *Service) CreateWebhook(ctx context.Context, brandID int64, in parley.We
 	if !in.URL.Valid {
 		return nil, invalid("url", "required")
 	}
-	if err := s.checkWebhookURL(in.URL.Value); err != nil {
+	url, err := s.webhookURL(in.URL.Value)
+	if err != nil {
 		return nil, err
 	}
 	if !in.EventTypes.Valid {
@@ -92,10 +96,10 @@ func (s *Service) CreateWebhook(ctx context.Context, brandID int64, in parley.We
 		return nil, err
 	}
 	secret := webhook.NewSecret()
-	w := &store.WebhookRecord{Webhook: parley.Webhook{BrandID: brandID, URL: in.URL.Value, Description: in.Description.Value,
+	w := &store.WebhookRecord{Webhook: parley.Webhook{BrandID: brandID, URL: url, Description: in.Description.Value,
 		EventTypes: in.EventTypes.Value}, Secret: s.box.Seal([]byte(secret), webhookAD(brandID))}
 	var out parley.Webhook
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
 		if err := tx.LockBrand(ctx, brandID); err != nil {
 			return err
 		}
@@ -149,11 +153,13 @@ func (s *Service) FindWebhook(ctx context.Context, brandID, id int64) (*parley.W
 
 // UpdateWebhook implements parley.WebhookService.
 func (s *Service) UpdateWebhook(ctx context.Context, brandID, id int64, in parley.WebhookUpdate) (*parley.Webhook, error) {
+	var url string
 	if in.URL.Set {
 		if !in.URL.Valid {
 			return nil, invalid("url", "must not be null")
 		}
-		if err := s.checkWebhookURL(in.URL.Value); err != nil {
+		var err error
+		if url, err = s.webhookURL(in.URL.Value); err != nil {
 			return nil, err
 		}
 	}
@@ -178,7 +184,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, brandID, id int64, in parle
 			return err
 		}
 		if in.URL.Set {
-			w.URL = in.URL.Value
+			w.URL = url
 		}
 		if in.EventTypes.Set {
 			w.EventTypes = in.EventTypes.Value

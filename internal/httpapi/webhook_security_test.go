@@ -164,3 +164,26 @@ func TestWebhookDeliveryErrorRevealsNoAddress(t *testing.T) {
 		}
 	}
 }
+
+// A host written with Unicode dots or digits is read as a resolver reads
+// it (IDNA) before the address check, and stored in that ASCII form (#15).
+func TestWebhookURLUnicodeHost(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, func(c *app.Config) { c.WebhookAllowPrivate = false })
+	for _, u := range []string{"https://127。0。0。1/hook", "https://１２７．０．０．１/hook", "https://169｡254｡169｡254/latest/meta-data",
+		"https://ｌｏｃａｌｈｏｓｔ/hook", "https://127%E3%80%820.0.1/hook"} {
+		msg := whWantError(t, mustDo(t, e.A, "POST", "/webhooks", map[string]any{"url": u, "event_types": []string{"*"}}), 422, parley.EValidation)
+		if !strings.HasPrefix(msg, "url: ") {
+			t.Errorf("%s: msg %q does not name url", u, msg)
+		}
+	}
+	hook := whCreate(t, e.A, "https://bücher.example/hooks/ü?x=1", "*")
+	if want := "https://xn--bcher-kva.example/hooks/ü?x=1"; hook.URL != want || whGet(t, e.A, hook.ID).URL != want {
+		t.Errorf("url %q, want %q: the host in punycode, the rest as sent", hook.URL, want)
+	}
+	whWantError(t, mustDo(t, e.A, "POST", "/webhooks/"+itoa(hook.ID), map[string]any{"url": "https://１０.0.0.1/"}), 422, parley.EValidation)
+	resp := mustDo(t, e.A, "POST", "/webhooks/"+itoa(hook.ID), map[string]any{"url": "https://例え.テスト:8443/h"})
+	if got := whObject(t, resp.Body)["url"]; got != "https://xn--r8jz45g.xn--zckzah:8443/h" {
+		t.Errorf("updated url %v, want the host in punycode", got)
+	}
+}

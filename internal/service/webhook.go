@@ -48,11 +48,14 @@ func webhookNotFound(id int64) *parley.Error {
 // webhookAD binds a sealed secret to its brand.
 func webhookAD(brandID int64) []byte { return []byte("webhook:" + strconv.FormatInt(brandID, 10)) }
 
-func (s *Service) checkWebhookURL(raw string) error {
-	if err := webhook.CheckURL(raw, s.webhookAllowPrivate); err != nil {
-		return invalid("url", err.Error())
+// webhookURL checks an endpoint URL and returns it as stored: its host in
+// the ASCII form that is checked and dialed.
+func (s *Service) webhookURL(raw string) (string, error) {
+	u, err := webhook.NormalizeURL(raw, s.webhookAllowPrivate)
+	if err != nil {
+		return "", invalid("url", err.Error())
 	}
-	return nil
+	return u, nil
 }
 
 func checkEventTypes(types []string) error {
@@ -79,7 +82,8 @@ func (s *Service) CreateWebhook(ctx context.Context, o parley.Origin, brandID in
 	if !in.URL.Valid {
 		return nil, invalid("url", "required")
 	}
-	if err := s.checkWebhookURL(in.URL.Value); err != nil {
+	url, err := s.webhookURL(in.URL.Value)
+	if err != nil {
 		return nil, err
 	}
 	if !in.EventTypes.Valid {
@@ -92,10 +96,10 @@ func (s *Service) CreateWebhook(ctx context.Context, o parley.Origin, brandID in
 		return nil, err
 	}
 	secret := webhook.NewSecret()
-	w := &store.WebhookRecord{Webhook: parley.Webhook{BrandID: brandID, URL: in.URL.Value, Description: in.Description.Value,
+	w := &store.WebhookRecord{Webhook: parley.Webhook{BrandID: brandID, URL: url, Description: in.Description.Value,
 		EventTypes: in.EventTypes.Value}, Secret: s.box.Seal([]byte(secret), webhookAD(brandID))}
 	var out parley.Webhook
-	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
+	err = s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		if err := tx.LockBrand(ctx, brandID); err != nil {
 			return err
 		}
@@ -149,11 +153,13 @@ func (s *Service) FindWebhook(ctx context.Context, brandID, id int64) (*parley.W
 
 // UpdateWebhook implements parley.WebhookService.
 func (s *Service) UpdateWebhook(ctx context.Context, o parley.Origin, brandID, id int64, in parley.WebhookUpdate) (*parley.Webhook, error) {
+	var url string
 	if in.URL.Set {
 		if !in.URL.Valid {
 			return nil, invalid("url", "must not be null")
 		}
-		if err := s.checkWebhookURL(in.URL.Value); err != nil {
+		var err error
+		if url, err = s.webhookURL(in.URL.Value); err != nil {
 			return nil, err
 		}
 	}
@@ -178,7 +184,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, o parley.Origin, brandID, i
 			return err
 		}
 		if in.URL.Set {
-			w.URL = in.URL.Value
+			w.URL = url
 		}
 		if in.EventTypes.Set {
 			w.EventTypes = in.EventTypes.Value
@@ -373,6 +379,11 @@ func subscribes(types []string, typ string) bool {
 // DeliverWebhook makes one attempt to deliver an event to an endpoint. It
 // returns an error when the attempt should be retried (River schedules it
 // with webhook.NextRetry); final says no retry follows.
+//
+// The endpoint is checked afresh at every attempt: it must still exist, be
+// enabled and take the event's type (webhook.test is sent whatever the
+// types); otherwise the delivery ends, unlogged. An id found is the
+// endpoint the event was queued for, as ids are never reused (#15).
 func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID string, endpointID int64, attempt int, final bool) error {
 	w, err := s.db.FindWebhook(ctx, brandID, endpointID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -387,6 +398,9 @@ func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID str
 	typ, payload, _, err := s.db.FindEvent(ctx, brandID, eventID)
 	if err != nil {
 		return err
+	}
+	if typ != parley.EventWebhookTest && !subscribes(w.EventTypes, typ) {
+		return nil // unsubscribed since
 	}
 	now := s.db.Now()
 	sealed := [][]byte{w.Secret}
@@ -412,9 +426,7 @@ func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID str
 		st := res.Status
 		d.Status = &st
 	}
-	if res.Err != nil {
-		d.Error = res.Err.Error()
-	}
+	d.Error = res.Reason // never res.Err: its addresses are not the tenant's to see
 	log := s.logger.With("brand_id", brandID, "webhook_id", w.ID, "event_id", eventID, "attempt", attempt,
 		"status", res.Status, "latency", res.Latency)
 
@@ -458,24 +470,28 @@ func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID str
 	}
 	// The endpoint's state first, so the attempt is logged with what
 	// actually follows it: an endpoint disabled after 5 days of failures
-	// gets no retry, and the log must not promise one.
+	// gets no retry, and the log must not promise one. Both in one
+	// transaction, so an endpoint deleted meanwhile keeps no entry.
+	outcome := d.Outcome
 	var expired bool
 	var failingSince *time.Time
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
-		expired = false
+		expired, d.Outcome = false, outcome
 		fw, err := tx.FindWebhook(ctx, brandID, endpointID)
 		if err != nil {
 			return err
 		}
 		changed, exp := change(tx, fw)
-		if !changed {
-			return nil
+		if changed {
+			if err := tx.UpdateWebhook(ctx, fw); err != nil {
+				return err
+			}
+			expired, failingSince = exp, fw.FailingSince
 		}
-		if err := tx.UpdateWebhook(ctx, fw); err != nil {
-			return err
+		if expired {
+			d.Outcome = "disabled"
 		}
-		expired, failingSince = exp, fw.FailingSince
-		return nil
+		return tx.InsertWebhookDelivery(ctx, brandID, d)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // deleted meanwhile, and its delivery log with it
@@ -484,15 +500,15 @@ func (s *Service) DeliverWebhook(ctx context.Context, brandID int64, eventID str
 		return err
 	}
 	if expired {
-		d.Outcome, retry = "disabled", nil
+		retry = nil
 		log.Warn("webhook.disabled", "reason", "failing for more than 5 days", "failing_since", failingSince)
+	}
+	if res.Err != nil {
+		log = log.With("error", res.Err) // the whole error, for the operator only
 	}
 	log.Info("webhook delivery attempt", "outcome", d.Outcome)
 	if s.webhookMetrics != nil {
 		s.webhookMetrics.WebhookAttempt(d.Outcome, res.Latency)
-	}
-	if err := s.db.InsertWebhookDelivery(ctx, brandID, d); err != nil {
-		return err
 	}
 	return retry
 }

@@ -179,9 +179,15 @@ func (db *DB) listWebhooks(ctx context.Context, tx *Tx, brandID int64, enabledOn
 	return out, rows.Err()
 }
 
-// DeleteWebhook removes an endpoint and its delivery log.
+// DeleteWebhook removes an endpoint and its delivery log, and cancels the
+// deliveries queued to it that are not running (River's deliver_webhook
+// jobs): they would only find it gone, up to 28 hours later. One running
+// now finds it gone when it logs its attempt.
 func (tx *Tx) DeleteWebhook(ctx context.Context, brandID, id int64) error {
 	tx.hooks = nil
+	if _, err := tx.exec(ctx, qCancelWebhookJobs[tx.db.engine], brandID, id); err != nil {
+		return fmt.Errorf("store: cancel webhook deliveries: %w", err)
+	}
 	if _, err := tx.exec(ctx, `DELETE FROM webhook_deliveries WHERE brand_id = ? AND endpoint_id = ?`, brandID, id); err != nil {
 		return fmt.Errorf("store: delete webhook deliveries: %w", err)
 	}
@@ -193,6 +199,17 @@ func (tx *Tx) DeleteWebhook(ctx context.Context, brandID, id int64) error {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// qCancelWebhookJobs cancels an endpoint's queued deliveries as River's
+// JobCancel does a job that is not running: cancelled, finalized now.
+var qCancelWebhookJobs = map[string]string{
+	"sqlite": `UPDATE river_job SET state = 'cancelled', finalized_at = datetime('now', 'subsec')
+	WHERE kind = 'deliver_webhook' AND state IN ('available', 'pending', 'retryable', 'scheduled')
+	AND json_extract(args, '$.brand_id') = ? AND json_extract(args, '$.endpoint_id') = ?`,
+	"postgres": `UPDATE river_job SET state = 'cancelled', finalized_at = now()
+	WHERE kind = 'deliver_webhook' AND state IN ('available', 'pending', 'retryable', 'scheduled')
+	AND (args->>'brand_id')::bigint = ? AND (args->>'endpoint_id')::bigint = ?`,
 }
 
 // InsertEvent appends an event to the outbox.
@@ -220,16 +237,15 @@ func (db *DB) FindEvent(ctx context.Context, brandID int64, id string) (string, 
 }
 
 // InsertWebhookDelivery records one attempt.
-func (db *DB) InsertWebhookDelivery(ctx context.Context, brandID int64, d *parley.WebhookDelivery) error {
+func (tx *Tx) InsertWebhookDelivery(ctx context.Context, brandID int64, d *parley.WebhookDelivery) error {
 	var status sql.NullInt64
 	if d.Status != nil {
 		status = sql.NullInt64{Int64: int64(*d.Status), Valid: true}
 	}
-	now := db.Now().UTC().Truncate(time.Microsecond)
-	d.DateCreated = parley.Time{Time: now}
-	err := db.write.QueryRowContext(ctx, db.rebind(`INSERT INTO webhook_deliveries (brand_id, endpoint_id, event_id, event_type,
-	attempt, status, latency_ms, response, error, outcome, date_created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
-		brandID, d.WebhookID, d.EventID, d.EventType, d.Attempt, status, d.LatencyMS, d.Response, d.Error, d.Outcome, micros(now)).Scan(&d.ID)
+	d.DateCreated = parley.Time{Time: tx.now}
+	err := tx.queryRow(ctx, `INSERT INTO webhook_deliveries (brand_id, endpoint_id, event_id, event_type,
+	attempt, status, latency_ms, response, error, outcome, date_created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		brandID, d.WebhookID, d.EventID, d.EventType, d.Attempt, status, d.LatencyMS, d.Response, d.Error, d.Outcome, micros(tx.now)).Scan(&d.ID)
 	if err != nil {
 		return fmt.Errorf("store: insert webhook delivery: %w", err)
 	}

@@ -6,76 +6,130 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // MaxURLLength bounds an endpoint URL.
 const MaxURLLength = 2048
 
-// CheckURL validates a webhook endpoint URL when it is created or updated.
-// It must be absolute, http or https, with a host, a valid port if any, and
-// no userinfo. Unless allowPrivate is set it must be https, and a host that
-// is a literal IP must be public (IsPublic); "localhost" names and numeric
-// non-canonical IPv4 forms (such as "2130706433" or "0x7f.1") are refused
-// too. Hostnames are not resolved here: the dialer of Client checks the
-// resolved address at connect time.
+// CheckURL validates a webhook endpoint URL when it is created or updated;
+// see NormalizeURL.
+func CheckURL(raw string, allowPrivate bool) error {
+	_, err := NormalizeURL(raw, allowPrivate)
+	return err
+}
+
+// NormalizeURL validates a webhook endpoint URL when it is created or
+// updated and returns it as it is to be stored. It must be absolute, http
+// or https, with a host, a valid port if any, and no userinfo. Unless
+// allowPrivate is set it must be https, and a host that is a literal IP
+// must be public (IsPublic); "localhost" names and numeric non-canonical
+// IPv4 forms (such as "2130706433" or "0x7f.1") are refused too. Hostnames
+// are not resolved here: the dialer of Client checks the resolved address
+// at connect time.
+//
+// A host that is not ASCII is first converted as net/http converts it
+// before dialing (IDNA, UTS #46 lookup mapping), so "127。0。0。1" or
+// fullwidth digits are checked as the 127.0.0.1 they become. The URL
+// returned carries that ASCII host (punycode for an international name)
+// and the rest of raw unchanged; an ASCII host leaves raw as it is.
 //
 // The error message is meant to follow a field name, as in a 422
 // validation_error "url: must use https"; it carries no "url:" prefix.
-func CheckURL(raw string, allowPrivate bool) error {
+func NormalizeURL(raw string, allowPrivate bool) (string, error) {
 	if raw == "" {
-		return errors.New("is required")
+		return "", errors.New("is required")
 	}
 	if len(raw) > MaxURLLength {
-		return errors.New("must be at most " + strconv.Itoa(MaxURLLength) + " characters")
+		return "", errors.New("must be at most " + strconv.Itoa(MaxURLLength) + " characters")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return errors.New("is not a valid URL")
+		return "", errors.New("is not a valid URL")
 	}
 	if !u.IsAbs() || u.Opaque != "" {
-		return errors.New("must be an absolute http(s) URL")
+		return "", errors.New("must be an absolute http(s) URL")
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
 		if !allowPrivate {
-			return errors.New("must use https")
+			return "", errors.New("must use https")
 		}
 	default:
 		if allowPrivate {
-			return errors.New("must use http or https")
+			return "", errors.New("must use http or https")
 		}
-		return errors.New("must use https")
+		return "", errors.New("must use https")
 	}
 	if u.User != nil {
-		return errors.New("must not contain credentials")
+		return "", errors.New("must not contain credentials")
 	}
 	host := u.Hostname()
 	if host == "" {
-		return errors.New("must include a host")
+		return "", errors.New("must include a host")
 	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return errors.New("has an invalid port")
+	port := u.Port()
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return "", errors.New("has an invalid port")
+		}
+	}
+	if !isASCII(host) {
+		ascii, err := idna.Lookup.ToASCII(host)
+		if err != nil || ascii == "" {
+			return "", errors.New("must include a valid host name")
+		}
+		host = ascii
+		raw = withHost(raw, u.Scheme, host, port)
+		if len(raw) > MaxURLLength {
+			return "", errors.New("must be at most " + strconv.Itoa(MaxURLLength) + " characters")
 		}
 	}
 	if allowPrivate {
-		return nil
+		return raw, nil
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !IsPublic(ip) {
-			return errors.New("must not point to a private, loopback, link-local or otherwise non-public address")
+			return "", errors.New("must not point to a private, loopback, link-local or otherwise non-public address")
 		}
-		return nil
+		return raw, nil
 	}
 	name := strings.ToLower(strings.TrimSuffix(host, "."))
 	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
-		return errors.New("must not point to a private, loopback, link-local or otherwise non-public address")
+		return "", errors.New("must not point to a private, loopback, link-local or otherwise non-public address")
 	}
 	if numericLabel(name[strings.LastIndexByte(name, '.')+1:]) {
-		return errors.New("must use a hostname or a canonical IP address")
+		return "", errors.New("must use a hostname or a canonical IP address")
 	}
-	return nil
+	return raw, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// withHost replaces the authority of raw, an absolute URL without
+// userinfo, keeping the rest as written (url.URL.String would escape a
+// path's Unicode).
+func withHost(raw, scheme, host, port string) string {
+	rest := raw[strings.Index(raw, "//")+2:]
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[i:]
+	} else {
+		rest = ""
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host + rest
 }
 
 // numericLabel reports whether a final DNS label looks like part of an IPv4

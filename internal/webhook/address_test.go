@@ -125,3 +125,54 @@ func TestCheckURL(t *testing.T) {
 		}
 	}
 }
+
+// Hosts are read as the resolver and net/http read them, through IDNA
+// (UTS #46 mapping): "127。0。0。1" and fullwidth digits are 127.0.0.1, so
+// they are refused as such, and the URL comes back with the host in ASCII.
+func TestNormalizeURLUnicodeHost(t *testing.T) {
+	for _, c := range []struct {
+		url  string
+		want string // error substring when strict, "" = valid
+	}{
+		{"https://127。0。0。1/hook", "non-public"},         // U+3002 ideographic full stop
+		{"https://１２７．０．０．１/hook", "non-public"},         // fullwidth digits and full stop
+		{"https://127．0。0.１:8443/hook", "non-public"},    // mixed
+		{"https://①②⑦.0.0.1/", "non-public"},             // circled digits
+		{"https://10｡1｡2｡3/", "non-public"},              // U+FF61 halfwidth ideographic full stop
+		{"https://169｡254｡169｡254/latest", "non-public"}, // metadata
+		{"https://127%E3%80%820.0.1/", "non-public"},     // the stop percent-encoded
+		{"https://ｌｏｃａｌｈｏｓｔ/", "non-public"},
+		{"https://api.ｌｏｃａｌｈｏｓｔ/", "non-public"},
+		{"https://0x7f｡1/", "canonical"},
+		{"https://２１３０７０６４３３/", "canonical"},
+		{"https://127.0.0.1\u200b/", "non-public"}, // a zero-width space is dropped
+		{"https://\u00ad/", "host"},                // nothing left
+		{"https://exa\u2025mple.com/", "host"},     // not a valid name
+	} {
+		if _, err := webhook.NormalizeURL(c.url, false); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NormalizeURL(%q) = %v, want an error containing %q", c.url, err, c.want)
+		}
+		if err := webhook.CheckURL(c.url, false); err == nil {
+			t.Errorf("CheckURL(%q) = nil, want an error", c.url)
+		}
+	}
+	for in, want := range map[string]string{
+		"https://bücher.example/hooks/ü?x=1#f": "https://xn--bcher-kva.example/hooks/ü?x=1#f",
+		"https://BÜCHER.example:8443/":         "https://xn--bcher-kva.example:8443/",
+		"https://例え.テスト/h":                     "https://xn--r8jz45g.xn--zckzah/h",
+		"https://hooks.example.com/a%2Fb?q=ü":  "https://hooks.example.com/a%2Fb?q=ü", // ASCII host: as sent
+		"https://xn--bcher-kva.example/":       "https://xn--bcher-kva.example/",
+		"https://HOOKS.example.com/Path":       "https://HOOKS.example.com/Path",
+		"https://[2606:4700::1111]:8443/hook":  "https://[2606:4700::1111]:8443/hook",
+		"https://ex\u200bample.com/x":          "https://example.com/x",
+		"https://hooks.example.com./trailing":  "https://hooks.example.com./trailing",
+	} {
+		if got, err := webhook.NormalizeURL(in, false); err != nil || got != want {
+			t.Errorf("NormalizeURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	// Allowed private addresses are still stored as they will be dialed.
+	if got, err := webhook.NormalizeURL("http://127。0。0。1:8080/h", true); err != nil || got != "http://127.0.0.1:8080/h" {
+		t.Errorf("NormalizeURL with private allowed = %q, %v; want http://127.0.0.1:8080/h", got, err)
+	}
+}

@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -155,7 +156,7 @@ func lookupDialer(d *net.Dialer, lookup LookupFunc) func(ctx context.Context, ne
 			}
 		}
 		if len(errs) == 0 {
-			return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("no addresses for host %q", host)}
+			return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no addresses for " + network, Name: host, IsNotFound: true}}
 		}
 		return nil, errors.Join(errs...)
 	}
@@ -189,6 +190,10 @@ type Result struct {
 	// or TLS failure, or ctx cancelled. An error while reading the body after
 	// the status arrived is not reported: the status decides.
 	Err error
+	// Reason says why no response was received, for the tenant's delivery
+	// log: one of a few fixed texts that never hold an address (see reason).
+	// Err, with the detail, is for the operator's log.
+	Reason string
 	// Disable is set on 410 Gone: the endpoint asks to be disabled.
 	Disable bool
 	// OK is set on a 2xx status: the event is delivered.
@@ -203,7 +208,7 @@ type Result struct {
 func Deliver(ctx context.Context, c *http.Client, endpoint string, h http.Header, body []byte) Result {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
-		return Result{Err: fmt.Errorf("webhook: invalid request: %w", err)}
+		return Result{Err: fmt.Errorf("webhook: invalid request: %w", err), Reason: "invalid URL"}
 	}
 	req.Header = h.Clone()
 	if req.Header == nil {
@@ -219,7 +224,8 @@ func Deliver(ctx context.Context, c *http.Client, endpoint string, h http.Header
 	start := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
-		return Result{Latency: time.Since(start), Err: deliveryError(err)}
+		err = deliveryError(err)
+		return Result{Latency: time.Since(start), Err: err, Reason: reason(err)}
 	}
 	buf, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
 	resp.Body.Close()
@@ -244,6 +250,41 @@ func deliveryError(err error) error {
 		return fmt.Errorf("%w: %w", ErrTimeout, err)
 	}
 	return err
+}
+
+// reason names the failure of an attempt for the tenant. Tenants choose
+// the URL, so the text must not turn deliveries into a probe of the
+// server's network: the guard's error names what a host resolved to, a DNS
+// error the resolver's address, a connection error the server's own
+// address. Only known causes get a name; the rest is "connection failed".
+func reason(err error) string {
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var alert tls.AlertError
+	var record tls.RecordHeaderError
+	switch {
+	case errors.Is(err, ErrNonPublic):
+		return "refused: non-public address"
+	case errors.Is(err, ErrInsecureScheme):
+		return "refused: not https"
+	case errors.As(err, &dnsErr):
+		return "DNS lookup failed"
+	case errors.Is(err, ErrTimeout):
+		return "timed out"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.As(err, &certErr):
+		return "TLS certificate verification failed"
+	case errors.As(err, &alert), errors.As(err, &record):
+		return "TLS handshake failed"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed without a response"
+	}
+	return "connection failed"
 }
 
 // excerpt makes b valid UTF-8 of at most MaxResponseBytes bytes.

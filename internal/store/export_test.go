@@ -17,3 +17,7 @@ func (db *DB) Committers() int { return db.committers }
 
 // Queued is how many writes wait for a group committer.
 func (db *DB) Queued() int { return len(db.startGroup().queue) }
+
+// SetBackfillBatch sets how many users one time-zone backfill transaction
+// reads, so a test can make it take several.
+func (db *DB) SetBackfillBatch(n int) { db.backfillBatch = n }

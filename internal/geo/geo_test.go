@@ -84,7 +84,7 @@ func TestLookupTimeZone(t *testing.T) {
 }
 
 // TestTimeZonesLoad checks every zone in the table is a name time.LoadLocation
-// knows. The binary imports time/tzdata (cmd/parley), so this holds on hosts
+// knows. Like cmd/parley, the test links time/tzdata, so it holds on hosts
 // without a zoneinfo database too.
 func TestTimeZonesLoad(t *testing.T) {
 	zones := geo.TimeZones()

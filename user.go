@@ -32,6 +32,9 @@ type Location struct {
 	County     *string `json:"county"`
 	State      *string `json:"state"`
 	StateCode  *string `json:"state_code"`
+	// TimeZone is the IANA zone of the ZIP, e.g. "America/Chicago", or nil
+	// when the data set gives it none (D17).
+	TimeZone *string `json:"time_zone"`
 }
 
 // UserFields are the members that both create and update accept.

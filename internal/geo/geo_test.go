@@ -1,7 +1,13 @@
 package geo_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"slices"
 	"testing"
+	"time"
+
+	_ "time/tzdata"
 
 	"github.com/parleyhq/parley/internal/geo"
 )
@@ -26,15 +32,68 @@ func TestLookup(t *testing.T) {
 		// Duplicated in the source; the first (Hawaii) row wins over "FPO AA".
 		{"96860", geo.Place{City: "Jbphh", County: "Honolulu", State: "Hawaii", StateCode: "HI"}},
 		{"96863", geo.Place{City: "Mcbh Kaneohe Bay", County: "Honolulu", State: "Hawaii", StateCode: "HI"}},
-		// Military codes have no county or state.
+		// Military codes have no county, state or time zone.
 		{"09001", geo.Place{City: "APO AA"}},
 		{"96365", geo.Place{City: "APO STA"}},
 		{"96960", geo.Place{City: "Marshall Islands", County: "Marshall Islands", State: "Marshall Islands", StateCode: "MH"}},
 	}
 	for _, tt := range tests {
 		got, ok := geo.Lookup(tt.zip)
+		got.TimeZone = "" // TestLookupTimeZone covers it
 		if !ok || got != tt.want {
 			t.Errorf("Lookup(%q) = %+v, %v; want %+v, true", tt.zip, got, ok, tt.want)
+		}
+	}
+}
+
+func TestLookupTimeZone(t *testing.T) {
+	tests := []struct{ zip, want string }{
+		{"10001", "America/New_York"},
+		{"90210", "America/Los_Angeles"},
+		{"85001", "America/Phoenix"}, // Arizona keeps standard time
+		{"86045", "America/Denver"},  // Tuba City, Navajo Nation (observes DST)
+		{"60601", "America/Chicago"},
+		{"80202", "America/Denver"},
+		{"83702", "America/Boise"},
+		{"99501", "America/Anchorage"},
+		{"96813", "Pacific/Honolulu"},
+		{"48226", "America/Detroit"},
+		// Indiana: the northwest corner keeps Chicago time, Indianapolis its own zone.
+		{"46320", "America/Chicago"},
+		{"46204", "America/Indiana/Indianapolis"},
+		{"40202", "America/Kentucky/Louisville"},
+		{"97201", "America/Los_Angeles"},
+		{"97914", "America/Boise"}, // Ontario, Oregon: Malheur County keeps Mountain time
+		{"58501", "America/Chicago"},
+		{"57532", "America/Chicago"}, // Fort Pierre, SD: the generator's one override
+		{"57701", "America/Denver"},  // Rapid City, SD
+		// Leading zero, first ZIP of the table.
+		{"00501", "America/New_York"},
+		{"96960", "Pacific/Majuro"},
+		// Military codes locate a post office, not the recipient: no zone.
+		{"09001", ""},
+		{"96365", ""},
+		{"34002", ""},
+	}
+	for _, tt := range tests {
+		got, ok := geo.Lookup(tt.zip)
+		if !ok || got.TimeZone != tt.want {
+			t.Errorf("Lookup(%q).TimeZone = %q, %v; want %q, true", tt.zip, got.TimeZone, ok, tt.want)
+		}
+	}
+}
+
+// TestTimeZonesLoad checks every zone in the table is a name time.LoadLocation
+// knows. Like cmd/parley, the test links time/tzdata, so it holds on hosts
+// without a zoneinfo database too.
+func TestTimeZonesLoad(t *testing.T) {
+	zones := geo.TimeZones()
+	if len(zones) < 10 {
+		t.Fatalf("TimeZones() = %v, want the table's zones", zones)
+	}
+	for _, z := range zones {
+		if _, err := time.LoadLocation(z); err != nil || z == "" || z == "UTC" || z == "Local" {
+			t.Errorf("zone %q: %v", z, err)
 		}
 	}
 }
@@ -59,6 +118,37 @@ func TestEmbeddedTable(t *testing.T) {
 	}
 	if n != 41488 {
 		t.Errorf("embedded table has %d ZIP codes, want 41488 (regenerated? update this test)", n)
+	}
+}
+
+func TestParseTable(t *testing.T) {
+	const head = "zip\tcity\tcounty\tstate\tstate_code\ttz\n"
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(s))
+		zw.Close()
+		return b.Bytes()
+	}
+	zones, err := geo.ParseTable(gz(head + "#tz\tAmerica/Chicago\tAmerica/New_York\n" +
+		"00501\tHoltsville\tSuffolk\tNew York\tNY\t1\n" +
+		"09001\tAPO AA\t\t\t\t\n"))
+	if err != nil || !slices.Equal(zones, []string{"America/Chicago", "America/New_York"}) {
+		t.Fatalf("well-formed table: %v, %v", zones, err)
+	}
+	for name, table := range map[string]string{
+		"old header":      "zip\tcity\tcounty\tstate\tstate_code\n#tz\tA/B\n00501\ta\tb\tc\td\t0\n",
+		"no zone line":    head + "00501\ta\tb\tc\td\t0\n",
+		"unsorted zones":  head + "#tz\tB/C\tA/B\n00501\ta\tb\tc\td\t0\n",
+		"empty zone":      head + "#tz\tA/B\t\n00501\ta\tb\tc\td\t0\n",
+		"index too big":   head + "#tz\tA/B\n00501\ta\tb\tc\td\t1\n",
+		"index not digit": head + "#tz\tA/B\n00501\ta\tb\tc\td\tx\n",
+		"five fields":     head + "#tz\tA/B\n00501\ta\tb\tc\td\n",
+		"ZIPs unsorted":   head + "#tz\tA/B\n00502\ta\tb\tc\td\t0\n00501\ta\tb\tc\td\t0\n",
+	} {
+		if _, err := geo.ParseTable(gz(table)); err == nil {
+			t.Errorf("%s: parsed, want an error", name)
+		}
 	}
 }
 

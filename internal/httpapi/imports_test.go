@@ -311,8 +311,9 @@ func TestImportCreatesUsers(t *testing.T) {
 	if ann.MessagingConsent == nil || !*ann.MessagingConsent {
 		t.Errorf("Ann messaging_consent = %v, want true (yes)", impVal(ann.MessagingConsent))
 	}
-	if ann.Location == nil || impVal(ann.Location.City) != "New York" || impVal(ann.Location.PostalCode) != "10001" {
-		t.Errorf("Ann location = %+v, want New York 10001 (D7)", ann.Location)
+	if ann.Location == nil || impVal(ann.Location.City) != "New York" || impVal(ann.Location.PostalCode) != "10001" ||
+		impVal(ann.Location.TimeZone) != "America/New_York" {
+		t.Errorf("Ann location = %+v, want New York 10001 America/New_York (D7, D17)", ann.Location)
 	}
 	wantCD := `{"joined":"2024-01-31","loyalty_tier":"gold","lucky":[7,8],"score":1.5,"tags":["a","b"],"vip":"true","visits":3}`
 	if string(ann.CustomData) != wantCD {
@@ -329,8 +330,12 @@ func TestImportCreatesUsers(t *testing.T) {
 	if cy.MessagingConsent == nil || *cy.MessagingConsent {
 		t.Errorf("Cy messaging_consent = %v, want false (no)", impVal(cy.MessagingConsent))
 	}
-	if cy.Location == nil || impVal(cy.Location.PostalCode) != "94105-1234" || impVal(cy.Location.City) != "San Francisco" {
-		t.Errorf("Cy location = %+v", cy.Location)
+	if cy.Location == nil || impVal(cy.Location.PostalCode) != "94105-1234" || impVal(cy.Location.City) != "San Francisco" ||
+		impVal(cy.Location.TimeZone) != "America/Los_Angeles" {
+		t.Errorf("Cy location = %+v, want San Francisco America/Los_Angeles (D7, D17)", cy.Location)
+	}
+	if n := impQueryInt(t, e, `SELECT count(*) FROM users WHERE brand_id = ? AND time_zone = 'America/Los_Angeles'`, e.BrandA.ID); n != 1 {
+		t.Errorf("%d imported users stored with time_zone America/Los_Angeles, want 1 (Cy)", n)
 	}
 	wantCD = `{"joined":"01/31/2024","loyalty_tier":"silver","score":-2,"tags":["x"],"vip":0,"visits":0}`
 	if string(cy.CustomData) != wantCD {

@@ -221,8 +221,91 @@ func TestUnknownZIPHasEmptyLocation(t *testing.T) {
 	u := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+14155552671"),
 		UserFields: parley.UserFields{PostalCode: parley.Some("00000")}})
 	if u.Location == nil || u.Location.PostalCode == nil || *u.Location.PostalCode != "00000" ||
-		u.Location.City != nil || u.Location.County != nil || u.Location.State != nil || u.Location.StateCode != nil {
-		t.Errorf("location = %+v, want postal_code 00000 and other members null (D7)", u.Location)
+		u.Location.City != nil || u.Location.County != nil || u.Location.State != nil || u.Location.StateCode != nil ||
+		u.Location.TimeZone != nil {
+		t.Errorf("location = %+v, want postal_code 00000 and other members null (D7, D17)", u.Location)
+	}
+}
+
+// TestUserLocationTimeZone: location.time_zone is the IANA zone of the ZIP
+// (D17), follows the postal code through updates, is null when the ZIP has
+// none, and is stored for segments (D14).
+func TestUserLocationTimeZone(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	// location reads the raw answer: the member is present, as a string or null.
+	location := func(resp *client.Response) map[string]any {
+		t.Helper()
+		var got struct {
+			Location map[string]any `json:"location"`
+		}
+		if err := json.Unmarshal(resp.Body, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Location
+	}
+	stored := func(id any) *string {
+		t.Helper()
+		var tz *string
+		q := fmt.Sprintf("SELECT time_zone FROM users WHERE id = %v", id)
+		if err := e.App.DB.Writer().QueryRowContext(e.Ctx, q).Scan(&tz); err != nil {
+			t.Fatal(err)
+		}
+		return tz
+	}
+
+	resp := mustDo(t, e.A, "POST", "/users", map[string]any{"phone_number": "+14155552671", "postal_code": "90210"})
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
+	}
+	var u struct{ ID int64 }
+	json.Unmarshal(resp.Body, &u)
+	loc := location(resp)
+	if loc["time_zone"] != "America/Los_Angeles" || len(loc) != 6 {
+		t.Errorf("location = %v, want six members with time_zone America/Los_Angeles (D17)", loc)
+	}
+	if tz := stored(u.ID); tz == nil || *tz != "America/Los_Angeles" {
+		t.Errorf("stored time_zone = %v, want America/Los_Angeles (D14 segments read it)", tz)
+	}
+
+	path := "/users/" + itoa(u.ID)
+	for _, tt := range []struct {
+		postal any
+		want   any // time_zone; nil for null
+	}{
+		{"85001-1234", "America/Phoenix"}, // ZIP+4: the zone of its ZIP
+		{"46320", "America/Chicago"},      // Hammond, IN
+		{"46204", "America/Indiana/Indianapolis"},
+		{"00000", nil}, // well-formed, not in the data set
+		{"09001", nil}, // APO AA: a military post office, no zone
+		{"10001", "America/New_York"},
+	} {
+		resp := mustDo(t, e.A, "POST", path, map[string]any{"postal_code": tt.postal})
+		if resp.StatusCode != 200 {
+			t.Fatalf("update to %v: %d %s", tt.postal, resp.StatusCode, resp.Body)
+		}
+		loc := location(resp)
+		if tz, ok := loc["time_zone"]; !ok || tz != tt.want {
+			t.Errorf("postal_code %v: location = %v, want time_zone %v (D17)", tt.postal, loc, tt.want)
+		}
+		got, err := e.A.GetUser(e.Ctx, u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := got.Location.TimeZone, tt.want; (g == nil) != (w == nil) || g != nil && *g != w {
+			t.Errorf("postal_code %v: read back time_zone %v, want %v", tt.postal, impVal(g), w)
+		}
+		if g, w := stored(u.ID), tt.want; (g == nil) != (w == nil) || g != nil && *g != w {
+			t.Errorf("postal_code %v: stored time_zone %v, want %v", tt.postal, impVal(g), w)
+		}
+	}
+
+	resp = mustDo(t, e.A, "POST", path, map[string]any{"postal_code": nil})
+	if resp.StatusCode != 200 || !strings.Contains(string(resp.Body), `"location":null`) {
+		t.Errorf("postal_code null: %d %s, want location null (D7)", resp.StatusCode, resp.Body)
+	}
+	if tz := stored(u.ID); tz != nil {
+		t.Errorf("stored time_zone = %q after postal_code null, want NULL", *tz)
 	}
 }
 

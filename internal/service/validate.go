@@ -110,7 +110,8 @@ func checkChannel(o parley.Optional[string]) (*string, error) {
 var zipRE = regexp.MustCompile(`^[0-9]{5}(-[0-9]{4})?$`)
 
 // resolveLocation applies D7: a ZIP or ZIP+4 gives a location, with the
-// place members null when the data set does not know the ZIP.
+// place members null when the data set does not know the ZIP, and
+// time_zone (D17) null when it knows no zone for it.
 func resolveLocation(o parley.Optional[string]) (*parley.Location, error) {
 	if !o.Valid {
 		return nil, nil
@@ -125,13 +126,13 @@ func resolveLocation(o parley.Optional[string]) (*parley.Location, error) {
 	// One allocation holds the location and the strings its members point to.
 	box := &struct {
 		loc  parley.Location
-		vals [5]string
+		vals [6]string
 	}{}
 	box.vals[0] = o.Value
 	box.loc.PostalCode = &box.vals[0]
 	if p, ok := geo.Lookup(o.Value[:5]); ok {
-		box.vals[1], box.vals[2], box.vals[3], box.vals[4] = p.City, p.County, p.State, p.StateCode
-		for i, dst := range []**string{&box.loc.City, &box.loc.County, &box.loc.State, &box.loc.StateCode} {
+		box.vals[1], box.vals[2], box.vals[3], box.vals[4], box.vals[5] = p.City, p.County, p.State, p.StateCode, p.TimeZone
+		for i, dst := range []**string{&box.loc.City, &box.loc.County, &box.loc.State, &box.loc.StateCode, &box.loc.TimeZone} {
 			if box.vals[i+1] != "" {
 				*dst = &box.vals[i+1]
 			}

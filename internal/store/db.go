@@ -59,6 +59,9 @@ type DB struct {
 	// answers seals the answers of Idempotency-Keys (see Options.AnswerBox).
 	answers *secretbox.Box
 
+	// backfillBatch is how many users one backfill transaction reads.
+	backfillBatch int
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -186,7 +189,7 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 }
 
 func newDB(write, read *sql.DB, engine string) *DB {
-	return &DB{write: write, read: read, engine: engine, Now: time.Now, committers: 1}
+	return &DB{write: write, read: read, engine: engine, Now: time.Now, committers: 1, backfillBatch: defaultBackfillBatch}
 }
 
 // Close closes both pools.
@@ -211,7 +214,8 @@ func (db *DB) Pools() map[string]*sql.DB {
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
 
-// Migrate applies every pending schema migration.
+// Migrate applies every pending schema migration, then fills the data an
+// older release left out (backfillTimeZones).
 func (db *DB) Migrate(ctx context.Context) error {
 	p, err := db.migrations()
 	if err != nil {
@@ -220,7 +224,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
-	return nil
+	return db.backfillTimeZones(ctx)
 }
 
 func (db *DB) migrations() (*goose.Provider, error) {

@@ -71,3 +71,7 @@ func (db *DB) Plan(ctx context.Context, q string, args []any) string {
 	}
 	return out
 }
+
+// SetBackfillBatch sets how many users one time-zone backfill transaction
+// reads, so a test can make it take several.
+func (db *DB) SetBackfillBatch(n int) { db.backfillBatch = n }

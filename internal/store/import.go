@@ -275,20 +275,20 @@ func (tx *Tx) FindUsersByPhones(ctx context.Context, brandID int64, phones []str
 // their IDs. A user whose number a live user of the brand took meanwhile is
 // not stored and keeps ID 0.
 func (tx *Tx) InsertUsers(ctx context.Context, users []*parley.User) error {
-	const cols = 17
+	const cols = 18
 	for start := 0; start < len(users); start += insertChunk {
 		batch := users[start:min(start+insertChunk, len(users))]
 		var q strings.Builder
 		q.WriteString(`INSERT INTO users (brand_id, phone_number, first_name, last_name, email_address, date_of_birth,
-	messaging_consent, postal_code, city, county, state, state_code, custom_data, channel, is_deleted, date_created,
-	date_last_updated) VALUES `)
+	messaging_consent, postal_code, city, county, state, state_code, time_zone, custom_data, channel, is_deleted,
+	date_created, date_last_updated) VALUES `)
 		args := make([]any, 0, cols*len(batch))
 		byPhone := make(map[string]*parley.User, len(batch))
 		for i, u := range batch {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			loc := u.Location
 			if loc == nil {
 				loc = &parley.Location{}
@@ -297,7 +297,7 @@ func (tx *Tx) InsertUsers(ctx context.Context, users []*parley.User) error {
 				toNullString(u.FirstName), toNullString(u.LastName), toNullString(u.EmailAddress),
 				toNullString(u.DateOfBirth), toNullBool(u.MessagingConsent),
 				toNullString(loc.PostalCode), toNullString(loc.City), toNullString(loc.County),
-				toNullString(loc.State), toNullString(loc.StateCode), nullJSON(u.CustomData),
+				toNullString(loc.State), toNullString(loc.StateCode), toNullString(loc.TimeZone), nullJSON(u.CustomData),
 				toNullString(u.Channel), u.IsDeleted, micros(u.DateCreated.Time), micros(u.DateLastUpdated.Time))
 			byPhone[u.PhoneNumber] = u
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 const userColumns = `id, brand_id, phone_number, first_name, last_name, email_address, date_of_birth,
-	messaging_consent, postal_code, city, county, state, state_code, custom_data, channel,
+	messaging_consent, postal_code, city, county, state, state_code, time_zone, custom_data, channel,
 	is_deleted, date_created, date_last_updated`
 
 const (
@@ -26,13 +26,13 @@ const (
 	qUserByIDForUpdate = qUserByID + ` FOR UPDATE`
 	qUserByPhone       = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND phone_number = ? AND is_deleted = FALSE`
 	qInsertUser        = `INSERT INTO users (brand_id, phone_number, first_name, last_name, email_address,
-	date_of_birth, messaging_consent, postal_code, city, county, state, state_code, custom_data,
-	channel, is_deleted, date_created, date_last_updated)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	date_of_birth, messaging_consent, postal_code, city, county, state, state_code, time_zone,
+	custom_data, channel, is_deleted, date_created, date_last_updated)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (brand_id, phone_number) WHERE is_deleted = FALSE DO NOTHING RETURNING id`
 	qUpdateUser = `UPDATE users SET first_name = ?, last_name = ?, email_address = ?, date_of_birth = ?,
 	messaging_consent = ?, postal_code = ?, city = ?, county = ?, state = ?, state_code = ?,
-	custom_data = ?, is_deleted = ?, date_last_updated = ?
+	time_zone = ?, custom_data = ?, is_deleted = ?, date_last_updated = ?
 	WHERE brand_id = ? AND id = ?`
 )
 
@@ -94,7 +94,7 @@ func (tx *Tx) InsertUser(ctx context.Context, u *parley.User) error {
 		toNullString(u.FirstName), toNullString(u.LastName), toNullString(u.EmailAddress),
 		toNullString(u.DateOfBirth), toNullBool(u.MessagingConsent),
 		toNullString(loc.PostalCode), toNullString(loc.City), toNullString(loc.County),
-		toNullString(loc.State), toNullString(loc.StateCode), nullJSON(u.CustomData),
+		toNullString(loc.State), toNullString(loc.StateCode), toNullString(loc.TimeZone), nullJSON(u.CustomData),
 		toNullString(u.Channel), u.IsDeleted, micros(u.DateCreated.Time), micros(u.DateLastUpdated.Time))
 	switch err := row.Scan(&u.ID); {
 	case errors.Is(err, sql.ErrNoRows):
@@ -115,7 +115,7 @@ func (tx *Tx) UpdateUser(ctx context.Context, u *parley.User) error {
 		toNullString(u.FirstName), toNullString(u.LastName), toNullString(u.EmailAddress),
 		toNullString(u.DateOfBirth), toNullBool(u.MessagingConsent),
 		toNullString(loc.PostalCode), toNullString(loc.City), toNullString(loc.County),
-		toNullString(loc.State), toNullString(loc.StateCode), nullJSON(u.CustomData),
+		toNullString(loc.State), toNullString(loc.StateCode), toNullString(loc.TimeZone), nullJSON(u.CustomData),
 		u.IsDeleted, micros(u.DateLastUpdated.Time), u.BrandID, u.ID)
 	if err != nil {
 		return fmt.Errorf("store: update user: %w", err)
@@ -140,12 +140,13 @@ func scanUserFrom(scan func(...any) error) (*parley.User, error) {
 		u                                   parley.User
 		first, last, email, dob, channel    sql.NullString
 		postal, city, county, state, stCode sql.NullString
+		timeZone                            sql.NullString
 		customData                          sql.NullString
 		consent                             sql.NullBool
 		created, updated                    int64
 	)
 	err := scan(&u.ID, &u.BrandID, &u.PhoneNumber, &first, &last, &email, &dob,
-		&consent, &postal, &city, &county, &state, &stCode, &customData, &channel,
+		&consent, &postal, &city, &county, &state, &stCode, &timeZone, &customData, &channel,
 		&u.IsDeleted, &created, &updated)
 	if err != nil {
 		return nil, fmt.Errorf("store: scan user: %w", err)
@@ -156,7 +157,7 @@ func scanUserFrom(scan func(...any) error) (*parley.User, error) {
 	if postal.Valid {
 		u.Location = &parley.Location{
 			PostalCode: nullString(postal), City: nullString(city), County: nullString(county),
-			State: nullString(state), StateCode: nullString(stCode),
+			State: nullString(state), StateCode: nullString(stCode), TimeZone: nullString(timeZone),
 		}
 	}
 	if customData.Valid {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/sendwindow"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -53,13 +54,14 @@ func brandNotFound(id int64) error {
 func applySettings(st *parley.BrandSettings, u parley.BrandSettingsUpdate) error {
 	if u.SendingWindow.Set {
 		w := u.SendingWindow.Value
-		switch {
-		case !u.SendingWindow.Valid:
+		if !u.SendingWindow.Valid {
 			return invalid("sending_window", `must be {"start": "HH:MM", "end": "HH:MM"}`)
-		case !validClock(w.Start):
-			return invalid("sending_window.start", `must be a time of day "HH:MM", 00:00 to 23:59`)
-		case !validClock(w.End):
-			return invalid("sending_window.end", `must be a time of day "HH:MM", 00:00 to 23:59`)
+		}
+		var we *sendwindow.WindowError
+		if _, err := sendwindow.ParseWindow(w.Start, w.End); errors.As(err, &we) {
+			return invalid("sending_window."+we.Field, `must be a time of day "HH:MM", 00:00 to 23:59`)
+		} else if err != nil {
+			return err
 		}
 		st.SendingWindow = w
 	}
@@ -88,15 +90,6 @@ func applySettings(st *parley.BrandSettings, u parley.BrandSettingsUpdate) error
 		st.SendRate = r
 	}
 	return nil
-}
-
-// validClock reports whether v is "HH:MM", 00:00 to 23:59.
-func validClock(v string) bool {
-	if len(v) != 5 {
-		return false
-	}
-	_, err := time.Parse("15:04", v)
-	return err == nil
 }
 
 // validZone reports whether name is an IANA zone this server knows; the

@@ -98,6 +98,25 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, req *reques
 	})
 }
 
+// simReplyHeader carries the reply the brand sent back to a simulated
+// inbound text (a STOP confirmation, the HELP text): the answer itself is
+// the stored inbound message (D12).
+const simReplyHeader = "Parley-Sim-Reply"
+
+func (s *Server) simulateInbound(w http.ResponseWriter, r *http.Request, req *request) error {
+	var in parley.SimulatedInbound
+	if err := decodeJSON(req.body, &in, nil); err != nil {
+		return err
+	}
+	return answer(w, r, http.StatusCreated, func(ctx context.Context) (*parley.Message, error) {
+		m, reply, err := s.Simulator.SimulateInbound(ctx, req.brandID, in)
+		if reply != "" {
+			w.Header().Set(simReplyHeader, reply)
+		}
+		return m, err
+	})
+}
+
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, req *request) error {
 	id, err := pathID(r, "message_id")
 	if err != nil {

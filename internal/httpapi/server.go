@@ -36,8 +36,11 @@ type Config struct {
 	Credentials parley.CredentialSource
 	Webhooks    parley.WebhookService
 	Media       MediaOpener
-	DB          Pinger
-	Logger      *slog.Logger
+	// Simulator serves POST /api/v1/simulator/inbound (D12); nil, as with
+	// every provider but sim, leaves the path out (404).
+	Simulator parley.Simulator
+	DB        Pinger
+	Logger    *slog.Logger
 	// Metrics serves /metrics; nil leaves the route out.
 	Metrics http.Handler
 	// RequestMetrics observes every request; nil observes none.

@@ -60,6 +60,22 @@ type MessageCreate struct {
 	Type           Optional[string]   `json:"type,omitzero"`
 }
 
+// SimulatedInbound is a text from a phone to a brand's number, made up
+// for the sim provider (D12): From in E.164, a non-empty Body.
+type SimulatedInbound struct {
+	From Optional[string] `json:"from,omitzero"`
+	Body Optional[string] `json:"body,omitzero"`
+}
+
+// Simulator delivers made-up inbound texts; only the sim provider has one.
+type Simulator interface {
+	// SimulateInbound handles in as a carrier's inbound callback to the
+	// brand's number is handled (the same storage, keywords and events),
+	// and returns the stored message and the reply sent back to the phone
+	// ("" for none). EValidation, EInvalidPhoneNumber.
+	SimulateInbound(ctx context.Context, o Origin, brandID int64, in SimulatedInbound) (*Message, string, error)
+}
+
 // MessageFilter selects a page of messages, newest first.
 type MessageFilter struct {
 	UserID int64  // 0: every user

@@ -205,6 +205,14 @@ func (c *Client) SendMessage(ctx context.Context, in parley.MessageCreate) (*par
 	return do[parley.Message](ctx, c, "POST", "/messages", in)
 }
 
+// SimulateInbound makes the sim provider deliver a text from in.From to
+// the brand's number, as a phone would (POST /simulator/inbound, D12), and
+// returns the stored inbound message. Servers with another provider answer
+// 404.
+func (c *Client) SimulateInbound(ctx context.Context, in parley.SimulatedInbound) (*parley.Message, error) {
+	return do[parley.Message](ctx, c, "POST", "/simulator/inbound", in)
+}
+
 // GetMessage reads a message (GET /messages/{id}).
 func (c *Client) GetMessage(ctx context.Context, id int64) (*parley.Message, error) {
 	return do[parley.Message](ctx, c, "GET", "/messages/"+strconv.FormatInt(id, 10), nil)

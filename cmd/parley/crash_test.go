@@ -194,7 +194,7 @@ func TestKillMidWebhookDelivery(t *testing.T) {
 	}
 
 	nodeEnv, newClient := sqliteNodes(t)
-	args := []string{"serve", "--addr", "127.0.0.1:0", "--job-rescue-after", "1s", "--webhook-allow-private", "true"}
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--job-rescue-after", "1s", "--webhook-allow-private"}
 	api := startProcess(t, nodeEnv, append(args, "--role", "api")...)
 	c := newClient(api.URL)
 	body, _ := json.Marshal(map[string]any{"url": recv.URL, "event_types": []string{"user.created"}})

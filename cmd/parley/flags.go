@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,6 +30,63 @@ func stringFlag(fs *flag.FlagSet, getenv func(string) string, name, def, help st
 		def = v
 	}
 	return fs.String(name, def, help+" (env "+envName(name)+")")
+}
+
+// boolFlag defines a boolean flag in Go's convention (--name alone is
+// true, --name=false false) whose default comes from the environment as
+// strconv.ParseBool reads it (true/false/1/0). parseFlags reports an
+// environment value that is not a boolean, unless the command line sets it.
+func boolFlag(fs *flag.FlagSet, getenv func(string) string, name string, def bool, help string) *bool {
+	b := &boolValue{v: def}
+	if s := getenv(envName(name)); s != "" {
+		if v, err := strconv.ParseBool(s); err == nil {
+			b.v = v
+		} else {
+			b.badEnv = envName(name) + "=" + strconv.Quote(s)
+		}
+	}
+	fs.Var(b, name, help+" (env "+envName(name)+")")
+	return &b.v
+}
+
+// boolValue is a boolFlag's flag.Value.
+type boolValue struct {
+	v      bool
+	badEnv string // the unusable environment setting, until the command line overrides it
+}
+
+func (b *boolValue) String() string {
+	if b == nil {
+		return "false"
+	}
+	return strconv.FormatBool(b.v)
+}
+
+func (b *boolValue) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	b.v, b.badEnv = v, ""
+	return nil
+}
+
+// IsBoolFlag lets the flag stand alone, as flag.Bool does.
+func (b *boolValue) IsBoolFlag() bool { return true }
+
+// parseFlags parses args and then reports a boolFlag's unusable
+// environment value.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if b, ok := f.Value.(*boolValue); ok && b.badEnv != "" && err == nil {
+			err = fmt.Errorf("%s: want true or false (1 or 0)", b.badEnv)
+		}
+	})
+	return err
 }
 
 // dbFlags are the flags every command that opens the database takes.

@@ -36,6 +36,7 @@ Commands:
   import       import users from a CSV file: parley import FILE --brand ID
   export       write a brand's users as CSV: parley export --brand ID [--out FILE]
   bench        load-test a server and report throughput and latency
+  version      print the version and VCS revision of this build
 
 Run 'parley <command> -h' for a command's flags. Every flag also reads
 from the environment as PARLEY_<FLAG> (e.g. --db → PARLEY_DB).
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runExport(ctx, rest, getenv, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, getenv, stdout, stderr)
+	case "version", "-version", "--version":
+		return runVersion(stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -50,12 +50,21 @@ func runCmd(t *testing.T, getenv func(string) string, args ...string) (string, e
 // startServe runs `parley serve` until the test ends and waits for it.
 func startServe(t *testing.T, dataDir string) (stdout *syncBuffer, stop func() error) {
 	t.Helper()
+	return startServeWith(t, dataDir, nil)
+}
+
+// startServeWith is startServe with more flags and an environment.
+func startServeWith(t *testing.T, dataDir string, getenv func(string) string, flags ...string) (stdout *syncBuffer, stop func() error) {
+	t.Helper()
+	if getenv == nil {
+		getenv = env(nil)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout = &syncBuffer{}
 	done := make(chan error, 1)
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json"}, flags...)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json"},
-			env(nil), stdout, &syncBuffer{})
+		done <- run(ctx, args, getenv, stdout, &syncBuffer{})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(stdout.String(), "Parley is serving on") {
@@ -335,5 +344,60 @@ func TestTuneGC(t *testing.T) {
 	}
 	if l := debug.SetMemoryLimit(-1); l != 100<<20 {
 		t.Errorf("memory limit %d, want 100 MiB", l)
+	}
+}
+
+// Boolean flags follow Go's flag convention (DESIGN.md): the flag alone
+// means true, --flag=false false; PARLEY_* values true/false/1/0 still
+// set the default. Observed through what --webhook-allow-private allows:
+// a webhook on a loopback http:// URL.
+func TestServeBoolFlags(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "parley-data")
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		flags []string
+		allow bool
+	}{
+		{"Default", nil, nil, false},
+		{"FlagAloneIsTrue", nil, []string{"--webhook-allow-private"}, true},
+		{"FlagFalse", map[string]string{"PARLEY_WEBHOOK_ALLOW_PRIVATE": "true"}, []string{"--webhook-allow-private=false"}, false},
+		{"EnvOne", map[string]string{"PARLEY_WEBHOOK_ALLOW_PRIVATE": "1"}, nil, true},
+		{"EnvZero", map[string]string{"PARLEY_WEBHOOK_ALLOW_PRIVATE": "0"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stop := startServeWith(t, dir, env(tc.env), tc.flags...)
+			defer stop()
+			// A body of its own: the same one within a second is a replay (D2).
+			hook := `{"url":"http://127.0.0.1:9/` + tc.name + `","event_types":["*"]}`
+			out, err := runCmd(t, env(nil), "call", "POST", "/api/v1/webhooks", "--data", hook, "--data-dir", dir)
+			if tc.allow && err != nil {
+				t.Errorf("webhook on a loopback URL refused: %v\n%s", err, out)
+			}
+			if !tc.allow && (err == nil || !strings.Contains(out, "validation_error")) {
+				t.Errorf("webhook on a loopback URL: err %v, out %s; want a validation_error", err, out)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		flags []string
+	}{
+		{"BadEnv", map[string]string{"PARLEY_WEBHOOK_ALLOW_PRIVATE": "maybe"}, nil},
+		{"BadValue", nil, []string{"--webhook-allow-private=maybe"}},
+		// The old spelling would now leave "true" as an argument: refused, not ignored.
+		{"SeparateValue", nil, []string{"--webhook-allow-private", "true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir}, tc.flags...)
+			// A serve that starts runs until its context ends, then returns nil.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			var out, errOut syncBuffer
+			if err := run(ctx, args, env(tc.env), &out, &errOut); err == nil {
+				t.Errorf("serve %v with env %v started", tc.flags, tc.env)
+			}
+		})
 	}
 }

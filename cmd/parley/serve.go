@@ -38,13 +38,17 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	twToken := stringFlag(fs, getenv, "twilio-auth-token", "", "Twilio auth token")
 	twService := stringFlag(fs, getenv, "twilio-messaging-service-sid", "", "Twilio Messaging Service SID (instead of the brand's number as From)")
 	adminToken := stringFlag(fs, getenv, "admin-token", "", "enables the operators' API under /admin/v1 with this bearer token (at least 32 characters)")
-	allowPrivate := stringFlag(fs, getenv, "webhook-allow-private", "false", "let webhook endpoints use http:// and private or loopback addresses (development only)")
+	allowPrivate := boolFlag(fs, getenv, "webhook-allow-private", false, "let webhook endpoints use http:// and private or loopback addresses (development only)")
 	pprofAddr := stringFlag(fs, getenv, "pprof-addr", "", "serve Go's /debug/pprof profiles on this address (keep it private; off by default)")
 	rateLimit := stringFlag(fs, getenv, "rate-limit", "100", "requests per second per credential, per node (0 turns limiting off)")
 	rateBurst := stringFlag(fs, getenv, "rate-burst", "200", "requests a credential may send at once")
-	replay := stringFlag(fs, getenv, "replay-protection", "true", "reject a signed write sent twice (only benchmarks should turn it off)")
-	if err := fs.Parse(args); err != nil {
+	replay := boolFlag(fs, getenv, "replay-protection", true, "reject a signed write sent twice (only benchmarks should turn it off)")
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		// "--webhook-allow-private true" leaves "true" here: say so.
+		return fmt.Errorf("unexpected argument %q (a boolean flag takes its value as --flag=false)", fs.Arg(0))
 	}
 	cfg, err := dbf.config()
 	if err != nil {
@@ -77,9 +81,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if cfg.AdminToken = *adminToken; cfg.AdminToken != "" && len(cfg.AdminToken) < 32 {
 		return fmt.Errorf("--admin-token: use at least 32 characters")
 	}
-	if cfg.WebhookAllowPrivate, err = strconv.ParseBool(*allowPrivate); err != nil {
-		return fmt.Errorf("--webhook-allow-private: want true or false")
-	}
+	cfg.WebhookAllowPrivate = *allowPrivate
 	if cfg.RateLimit, err = strconv.ParseFloat(*rateLimit, 64); err != nil || cfg.RateLimit < 0 {
 		return fmt.Errorf("--rate-limit: want requests per second, 0 for none")
 	}
@@ -89,11 +91,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if cfg.RateBurst, err = strconv.Atoi(*rateBurst); err != nil || cfg.RateBurst < 1 {
 		return fmt.Errorf("--rate-burst: want a positive number")
 	}
-	replayOn, err := strconv.ParseBool(*replay)
-	if err != nil {
-		return fmt.Errorf("--replay-protection: want true or false")
-	}
-	cfg.NoReplayProtection = !replayOn
+	cfg.NoReplayProtection = !*replay
 	cfg.Twilio = app.TwilioConfig{AccountSID: *twSID, AuthToken: *twToken, MessagingServiceSID: *twService}
 	logger, err := newLogger(*logFormat, stderr)
 	if err != nil {

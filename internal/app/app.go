@@ -25,6 +25,7 @@ import (
 	_ "gocloud.dev/blob/gcsblob"   // gs:// buckets
 	_ "gocloud.dev/blob/s3blob"    // s3:// buckets (AWS and S3-compatible stores)
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/delivery"
 	"github.com/parleyhq/parley/internal/delivery/sim"
 	"github.com/parleyhq/parley/internal/delivery/twilio"
@@ -183,6 +184,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Metrics = metrics.New(a.DB)
 
 	var extra map[string]http.Handler
+	var simulator parley.Simulator // D12: only the sim provider takes made-up inbound texts
 	switch cfg.Provider {
 	case "sim":
 		a.Sim = sim.New(a.DB)
@@ -194,6 +196,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 			a.Sim.Delay = max(0, cfg.SimDelay)
 		}
 		a.Provider = a.Sim
+		simulator = a.Service
 	case "twilio":
 		tw, err := twilio.New(twilio.Config{AccountSID: cfg.Twilio.AccountSID, AuthToken: cfg.Twilio.AuthToken,
 			MessagingServiceSID: cfg.Twilio.MessagingServiceSID, PublicURL: cfg.PublicURL,
@@ -234,7 +237,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.Server = httpapi.New(httpapi.Config{
 		Users: a.Service, Messages: a.Service, Files: a.Service, Brands: a.Service,
-		Credentials: a.Service, Media: a.Service, DB: a.DB,
+		Credentials: a.Service, Media: a.Service, DB: a.DB, Simulator: simulator,
 		RequestMetrics: a.Metrics, Trace: trace,
 		Logger:           cfg.Logger,
 		Webhooks:         a.Service,

@@ -574,3 +574,42 @@ func fileLaterExpiry(t *testing.T, path string) string {
 	}
 	return path[:i] + "expires=" + strconv.FormatInt(exp+86400, 10) + path[i+j:]
 }
+
+// Media answers are for carriers, not browsers: never sniffed, sandboxed,
+// shown inline only when they are images, and named by the stored,
+// sanitised file name (RFC 6266; filename* per RFC 5987 when not ASCII).
+func TestMediaHeaders(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	for _, tc := range []struct {
+		name, upload string
+		content      []byte
+		disposition  string
+	}{
+		{"ImageInline", "pic.jpg", fileJPEG, `inline; filename="pic.jpg"`},
+		{"PNGInline", "dir/chart.png", filePNG, `inline; filename="chart.png"`},
+		{"PDFAttachment", "report.pdf", filePDF, `attachment; filename="report.pdf"`},
+		{"VCardAttachment", "jane.vcf", fileVCard, `attachment; filename="jane.vcf"`},
+		{"QuotesEscaped", `a "b".pdf`, filePDF, `attachment; filename="a \"b\".pdf"`},
+		{"NonASCIIFilenameStar", "résumé 2024.pdf", filePDF,
+			`attachment; filename="r_sum_ 2024.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9%202024.pdf`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := fileDecode(t, fileUpload(t, e, e.A, tc.upload, tc.content))
+			f := fileStored(t, e, e.BrandA.ID, up["id"].(string))
+			resp, body := fileGetMedia(t, e, e.App.Service.MediaURLPath(f, e.Now().Add(time.Minute)))
+			if resp.StatusCode != 200 {
+				t.Fatalf("status = %d (%s), want 200", resp.StatusCode, body)
+			}
+			if got := resp.Header.Get("Content-Disposition"); got != tc.disposition {
+				t.Errorf("Content-Disposition = %q, want %q", got, tc.disposition)
+			}
+			if got := resp.Header.Values("X-Content-Type-Options"); len(got) != 1 || got[0] != "nosniff" {
+				t.Errorf("X-Content-Type-Options = %q, want exactly nosniff", got)
+			}
+			if got := resp.Header.Get("Content-Security-Policy"); got != "sandbox; default-src 'none'" {
+				t.Errorf("Content-Security-Policy = %q, want sandbox; default-src 'none'", got)
+			}
+		})
+	}
+}

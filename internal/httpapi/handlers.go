@@ -98,6 +98,25 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, req *reques
 	})
 }
 
+// simReplyHeader carries the reply the brand sent back to a simulated
+// inbound text (a STOP confirmation, the HELP text): the answer itself is
+// the stored inbound message (D12).
+const simReplyHeader = "Parley-Sim-Reply"
+
+func (s *Server) simulateInbound(w http.ResponseWriter, r *http.Request, req *request) error {
+	var in parley.SimulatedInbound
+	if err := decodeJSON(req.body, &in, nil); err != nil {
+		return err
+	}
+	return answer(w, r, req, http.StatusCreated, func(ctx context.Context) (*parley.Message, error) {
+		m, reply, err := s.Simulator.SimulateInbound(ctx, req.origin(), req.brandID, in)
+		if reply != "" {
+			w.Header().Set(simReplyHeader, reply)
+		}
+		return m, err
+	})
+}
+
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, req *request) error {
 	id, err := pathID(r, "message_id")
 	if err != nil {
@@ -197,7 +216,57 @@ func (s *Server) media(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", f.MimeType)
 	h.Set("Content-Length", strconv.FormatInt(f.Size, 10))
 	h.Set("Cache-Control", "private, max-age=300")
+	// A link opened in a browser must not run as a page of this origin:
+	// only images are shown, the rest downloads, and nothing is scripted.
+	h.Set("Content-Disposition", contentDisposition(f.MimeType, f.FileName))
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	io.Copy(w, rc)
+}
+
+// contentDisposition is inline for images and attachment otherwise, with
+// the file name (RFC 6266): an ASCII fallback, and filename* (RFC 5987)
+// with the exact name when it is not ASCII.
+func contentDisposition(mimeType, name string) string {
+	disp := "attachment"
+	if strings.HasPrefix(mimeType, "image/") {
+		disp = "inline"
+	}
+	var ascii strings.Builder
+	plain := true
+	for _, r := range name {
+		switch {
+		case r == '"' || r == '\\':
+			ascii.WriteByte('\\')
+			ascii.WriteRune(r)
+		case r < 0x20 || r > 0x7e:
+			ascii.WriteByte('_')
+			plain = false
+		default:
+			ascii.WriteRune(r)
+		}
+	}
+	v := disp + `; filename="` + ascii.String() + `"`
+	if !plain {
+		v += "; filename*=UTF-8''" + rfc5987(name)
+	}
+	return v
+}
+
+// rfc5987 percent-encodes s except for RFC 5987's attr-char.
+func rfc5987(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
 }
 
 func (s *Server) listSegments(w http.ResponseWriter, r *http.Request, req *request) error {

@@ -66,6 +66,9 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
+		// Set here, before any handler, so no answer is ever sniffed:
+		// errors, 404s and provider callbacks included.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		info := &requestInfo{id: id}
 		sw := &statusWriter{ResponseWriter: w}
 		if s.RequestMetrics != nil {

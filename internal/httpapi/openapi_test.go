@@ -42,6 +42,8 @@ var creations = map[string]bool{
 	"POST /api/v1/files":    true,
 	"POST /api/v1/webhooks": true,
 	"POST /api/v1/imports":  true,
+
+	"POST /api/v1/simulator/inbound": true,
 }
 
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -185,8 +187,12 @@ func diff(got, want []string) string {
 // tests compare with the document includes them.
 type stubWebhooks struct{ parley.WebhookService }
 
+// stubSimulator is a Simulator that is never called: a server with the
+// sim provider serves POST /api/v1/simulator/inbound (D12).
+type stubSimulator struct{ parley.Simulator }
+
 func testServer() *Server {
-	return New(Config{Metrics: http.NotFoundHandler(), Webhooks: stubWebhooks{}})
+	return New(Config{Metrics: http.NotFoundHandler(), Webhooks: stubWebhooks{}, Simulator: stubSimulator{}})
 }
 
 func TestOpenAPIDocument(t *testing.T) {
@@ -756,6 +762,7 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		"POST /api/v1/messages":               {value: parley.Message{}},
 		"GET /api/v1/messages":                {value: listPage[*parley.Message]{}},
 		"GET /api/v1/messages/{message_id}":   {value: parley.Message{}},
+		"POST /api/v1/simulator/inbound":      {value: parley.Message{}},
 		"POST /api/v1/files":                  {value: parley.File{}},
 		"GET /api/v1/files/{file_id}":         {value: parley.File{}},
 		"GET /api/v1/segments":                {value: parley.Segment{}, list: true},
@@ -859,6 +866,7 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		"POST /api/v1/users":                 {"UserCreate", reflect.TypeFor[parley.UserCreate](), []string{"phone_number"}},
 		"POST /api/v1/users/{user_id}":       {"UserUpdate", reflect.TypeFor[parley.UserUpdate](), nil},
 		"POST /api/v1/messages":              {"MessageCreate", reflect.TypeFor[parley.MessageCreate](), []string{"user_id"}},
+		"POST /api/v1/simulator/inbound":     {"SimulatedInbound", reflect.TypeFor[parley.SimulatedInbound](), []string{"from", "body"}},
 		"POST /api/v1/webhooks":              {"WebhookCreate", reflect.TypeFor[parley.WebhookCreate](), []string{"url", "event_types"}},
 		"POST /api/v1/webhooks/{webhook_id}": {"WebhookUpdate", reflect.TypeFor[parley.WebhookUpdate](), nil},
 	}

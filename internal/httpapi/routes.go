@@ -58,6 +58,9 @@ func (s *Server) routeTable() []route {
 		{"GET", v1 + "/custom_data", s.authed(noBody, s.listCustomFields)},
 		{"GET", v1 + "/brand", s.authed(noBody, s.getBrand)},
 	}
+	if s.Simulator != nil {
+		r = append(r, route{"POST", v1 + "/simulator/inbound", s.authed(jsonBody, s.simulateInbound)})
+	}
 	if s.OpsOnly {
 		r = r[:2] // healthz, readyz
 	} else if s.AdminToken != "" && s.AdminService != nil {

@@ -238,3 +238,33 @@ func TestRouteOperationalEndpoints(t *testing.T) {
 		}
 	})
 }
+
+// Every answer, whatever produced it, forbids MIME sniffing: a browser
+// must never render an API body as something other than its type.
+func TestRouteNoSniffOnEveryAnswer(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	for _, tc := range []struct {
+		name string
+		r    func() authResp
+	}{
+		{"Healthz", func() authResp { return authSend(t, e, "GET", "/healthz", nil, nil) }},
+		{"Readyz", func() authResp { return authSend(t, e, "GET", "/readyz", nil, nil) }},
+		{"OpenAPI", func() authResp { return authSend(t, e, "GET", "/api/v1/openapi.json", nil, nil) }},
+		{"Metrics", func() authResp { return authSend(t, e, "GET", "/metrics", nil, nil) }},
+		{"UnknownPath404", func() authResp { return authSend(t, e, "GET", "/nope", nil, nil) }},
+		{"WrongMethod405", func() authResp { return authSend(t, e, "PUT", "/api/v1/users", nil, nil) }},
+		{"Unsigned401", func() authResp { return authSend(t, e, "GET", "/api/v1/brand", nil, nil) }},
+		{"MediaRefused404", func() authResp { return authSend(t, e, "GET", "/media/"+isoNeverUsedFile, nil, nil) }},
+		{"SignedSuccess", func() authResp { return routeSigned(t, e, "GET", "/api/v1/brand", nil, nil) }},
+		{"SignedNotFound", func() authResp { return routeSigned(t, e, "GET", "/api/v1/users/999999", nil, nil) }},
+		{"Validation422", func() authResp { return routeSigned(t, e, "POST", "/api/v1/users", []byte(`{}`), nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.r()
+			if got := r.header.Values("X-Content-Type-Options"); len(got) != 1 || got[0] != "nosniff" {
+				t.Errorf("status %d: X-Content-Type-Options = %q, want exactly nosniff", r.status, got)
+			}
+		})
+	}
+}

@@ -37,8 +37,11 @@ type Config struct {
 	Webhooks    parley.WebhookService
 	History     parley.HistoryService
 	Media       MediaOpener
-	DB          Pinger
-	Logger      *slog.Logger
+	// Simulator serves POST /api/v1/simulator/inbound (D12); nil, as with
+	// every provider but sim, leaves the path out (404).
+	Simulator parley.Simulator
+	DB        Pinger
+	Logger    *slog.Logger
 	// Metrics serves /metrics; nil leaves the route out.
 	Metrics http.Handler
 	// RequestMetrics observes every request; nil observes none.

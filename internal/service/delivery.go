@@ -326,14 +326,27 @@ func (s *Service) ReceiveInbound(ctx context.Context, in delivery.Inbound) (stri
 		s.logger.Info("inbound message from an invalid number: ignored", "brand_id", brand.ID)
 		return "", nil
 	}
+	in.From = from
+	_, reply, err := s.receive(ctx, parley.Origin{}, brand, replies, in)
+	return reply, err
+}
+
+// receive stores in, a message from the E.164 number in.From to brand,
+// creating the user when the number is new, applies the keywords of D12,
+// and returns the stored message and the reply. Every inbound path — a
+// carrier's callback, the simulator — comes through here. The message is
+// the transaction's answer (an Idempotency-Key's, D13).
+func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Brand, replies store.BrandReplies, in delivery.Inbound) (*parley.Message, string, error) {
 	if in.At.IsZero() {
 		in.At = s.db.Now()
 	}
+	var msg *parley.Message
 	var reply string
-	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
-		u, err := tx.FindUserByPhone(ctx, brand.ID, from)
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
+		reply = ""
+		u, err := tx.FindUserByPhone(ctx, brand.ID, in.From)
 		if errors.Is(err, store.ErrNotFound) {
-			u = &parley.User{BrandID: brand.ID, PhoneNumber: from,
+			u = &parley.User{BrandID: brand.ID, PhoneNumber: in.From,
 				DateCreated: parley.Time{Time: tx.Now()}, DateLastUpdated: parley.Time{Time: tx.Now()}}
 			if err = tx.InsertUser(ctx, u); err == nil {
 				err = s.emit(ctx, tx, brand.ID, parley.EventUserCreated, u)
@@ -350,6 +363,8 @@ func (s *Service) ReceiveInbound(ctx context.Context, in delivery.Inbound) (stri
 		if err != nil {
 			return err
 		}
+		msg = m
+		tx.Answer(m)
 		if fresh {
 			if err := s.emit(ctx, tx, brand.ID, parley.EventMessageReceived, m); err != nil {
 				return err
@@ -371,7 +386,10 @@ func (s *Service) ReceiveInbound(ctx context.Context, in delivery.Inbound) (stri
 		}
 		return nil
 	})
-	return reply, err
+	if err != nil {
+		return nil, "", err
+	}
+	return msg, reply, nil
 }
 
 func orDefault(custom, format, brand string) string {

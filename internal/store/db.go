@@ -145,6 +145,9 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 	}
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	busy := opt.BusyTimeout
 	if busy == 0 {
 		busy = 5 * time.Second
@@ -186,6 +189,27 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	read.SetMaxIdleConns(n)
 	read.SetConnMaxIdleTime(0)
 	return newDB(write, read, "sqlite"), nil
+}
+
+// createPrivate creates a missing database file with mode 0600, like the
+// key file: it holds phone numbers and sealed secrets. SQLite creates the
+// -wal and -shm files with the mode of the database file, so they follow.
+// An existing file keeps the mode its operator gave it.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// The umask may have taken bits away, never added them; Chmod makes
+	// the mode exactly 0600 whatever it is.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func newDB(write, read *sql.DB, engine string) *DB {

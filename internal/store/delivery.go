@@ -194,8 +194,17 @@ type BrandReplies struct {
 
 // FindBrandByPhone returns the brand that owns a number, with its replies.
 func (db *DB) FindBrandByPhone(ctx context.Context, phone string) (*parley.Brand, BrandReplies, error) {
-	row := db.queryRow(ctx, `SELECT id, name, phone_number, date_created, help_reply, stop_reply, start_reply
-	FROM brands WHERE phone_number = ? ORDER BY id LIMIT 1`, phone)
+	return scanBrandReplies(db.queryRow(ctx, `SELECT id, name, phone_number, date_created, help_reply, stop_reply, start_reply
+	FROM brands WHERE phone_number = ? ORDER BY id LIMIT 1`, phone))
+}
+
+// FindBrandWithReplies returns a brand with its replies.
+func (db *DB) FindBrandWithReplies(ctx context.Context, brandID int64) (*parley.Brand, BrandReplies, error) {
+	return scanBrandReplies(db.queryRow(ctx, `SELECT id, name, phone_number, date_created, help_reply, stop_reply, start_reply
+	FROM brands WHERE id = ?`, brandID))
+}
+
+func scanBrandReplies(row *sql.Row) (*parley.Brand, BrandReplies, error) {
 	var b parley.Brand
 	var r BrandReplies
 	var created int64

@@ -107,6 +107,8 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, mode bodyM
 		if err != nil || mt != "multipart/form-data" {
 			return nil, badRequest("Content-Type must be multipart/form-data with a part named file")
 		}
+		// Only a proven credential gets the longer time for its body.
+		bodyGuardFrom(r.Context()).extend(s.UploadTimeout)
 		limit := s.MaxUploadBody
 		if mode == importBody {
 			limit = s.MaxImportBody
@@ -132,7 +134,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, tooLarge(limit)
 	}
 	if err != nil {
-		return nil, badRequest("could not read the request body")
+		return nil, bodyGuardFrom(r.Context()).readError(err)
 	}
 	return body, nil
 }
@@ -159,7 +161,7 @@ func (s *Server) spool(w http.ResponseWriter, r *http.Request, limit int64) (*os
 	case errors.As(err, &mbe):
 		err = tooLarge(limit)
 	case err != nil:
-		err = badRequest("could not read the request body")
+		err = bodyGuardFrom(r.Context()).readError(err)
 	default:
 		err = signing.VerifyDigest(r.Header.Get(signing.HeaderDigest), d.Sum())
 	}

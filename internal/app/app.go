@@ -63,7 +63,9 @@ type Config struct {
 	// BodyTimeout and UploadTimeout bound the time a request body may take
 	// to arrive (#15); 0 means httpapi's defaults.
 	BodyTimeout, UploadTimeout time.Duration
-	Logger                     *slog.Logger
+	// RequestTimeout bounds an API request's work; 0 means httpapi's default.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
 	// Now replaces the clock in tests.
 	Now func() time.Time
 
@@ -247,6 +249,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		ClockSkew:        cfg.ClockSkew,
 		BodyTimeout:      cfg.BodyTimeout,
 		UploadTimeout:    cfg.UploadTimeout,
+		RequestTimeout:   cfg.RequestTimeout,
 		Now:              cfg.Now,
 		MaxUploadBody:    cfg.MaxFileSize + 1<<20, // room for the multipart framing
 		Imports:          a.Importer,

@@ -39,8 +39,7 @@ func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.RequestTimeout)
 		defer cancel()
-		r = r.WithContext(ctx)
-		req, err := s.authenticate(w, r, mode)
+		req, err := s.authenticate(w, r.WithContext(ctx), mode)
 		if req != nil && req.upload != nil {
 			defer func() {
 				req.upload.Close()
@@ -48,6 +47,12 @@ func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
 			}()
 		}
 		if err == nil {
+			// The work's time starts once the body is in: an upload may
+			// take up to UploadTimeout to arrive (#15).
+			ctx, cancel := context.WithTimeout(r.Context(), s.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+			s.Credentials.CredentialUsed(ctx, r.Header.Get(signing.HeaderUsername))
 			if info := infoFrom(r.Context()); info != nil {
 				info.brandID = req.brandID
 			}
@@ -119,7 +124,6 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, mode bodyM
 	}
 	// The request is now fully verified: the body matches its digest.
 	req.signed = s.signedWrite(r, username)
-	s.Credentials.CredentialUsed(r.Context(), username)
 	return req, nil
 }
 

@@ -18,10 +18,10 @@ import (
 //
 // withBodyDeadline gives every request that has a body BodyTimeout for it,
 // which authed extends to UploadTimeout for an upload once its signature is
-// verified. A body read to its end lifts the deadline, so the connection's
-// background read (which cancels the request's context when it fails)
-// cannot fire while the handler works. An answer written before the body is
-// read to its end closes the connection and ends reading at once.
+// verified. Once the body is read to its end, net/http lifts the deadline
+// itself (its background read starts with none), so it never cancels the
+// handler's work. An answer written before the body is read to its end
+// closes the connection and ends reading at once.
 
 type bodyKey struct{}
 
@@ -65,9 +65,8 @@ func (g *bodyGuard) extend(d time.Duration) {
 
 func (g *bodyGuard) Read(p []byte) (int, error) {
 	n, err := g.ReadCloser.Read(p)
-	if err == io.EOF && !g.done {
+	if err == io.EOF {
 		g.done = true
-		g.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
 }

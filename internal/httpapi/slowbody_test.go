@@ -193,10 +193,13 @@ func TestSlowBodySignedCutOff(t *testing.T) {
 }
 
 // An upload may take longer than BodyTimeout to arrive: once signed, it
-// is read under UploadTimeout (#15, D9).
+// is read under UploadTimeout; and longer than RequestTimeout, which
+// bounds the work once the body is in (#15, D9).
 func TestSlowBodyUploadOutlastsBodyTimeout(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, func(c *app.Config) { c.BodyTimeout, c.UploadTimeout = 100*time.Millisecond, time.Minute })
+	e := apitest.New(t, func(c *app.Config) {
+		c.BodyTimeout, c.UploadTimeout, c.RequestTimeout = 100*time.Millisecond, time.Minute, time.Second
+	})
 	body, ct, err := client.MultipartFile("doc.pdf", bytes.NewReader(filePDFOfSize(3<<20)))
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +207,7 @@ func TestSlowBodyUploadOutlastsBodyTimeout(t *testing.T) {
 	hdr := authHeaders(e.CredA.Username, e.CredA.Secret, "POST", "/api/v1/files", body, e.ClientNow())
 	hdr.Set("Content-Type", ct)
 	c := slowSend(t, e, "POST", "/api/v1/files", hdr, len(body))
-	c.send(body, 8, 60*time.Millisecond) // about 0.4 s in all
+	c.send(body, 8, 200*time.Millisecond) // about 1.4 s in all
 	resp, b := c.answer(slowGrace)
 	if resp.StatusCode != 201 {
 		t.Fatalf("status = %d (%s), want 201", resp.StatusCode, b)
@@ -238,5 +241,28 @@ func TestSlowBodyKeepAlive(t *testing.T) {
 	}
 	if resp, b := c.answer(slowGrace); resp.StatusCode != 200 {
 		t.Fatalf("second request: status = %d (%s), want 200", resp.StatusCode, b)
+	}
+}
+
+// The body deadline ends with the body: a request whose work outlasts
+// BodyTimeout (here, waiting 0.5 s for a locked users table) is not
+// cancelled by it (#15).
+func TestSlowBodyDeadlineEndsWithBody(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, func(c *app.Config) { c.BodyTimeout = 100 * time.Millisecond })
+	tx, err := e.App.DB.Writer().BeginTx(e.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SQLite has one writer connection, which tx now holds; PostgreSQL
+	// needs the table locked against inserts.
+	if apitest.Engine() == "postgres" {
+		if _, err := tx.Exec("LOCK TABLE users IN SHARE MODE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.AfterFunc(500*time.Millisecond, func() { tx.Rollback() })
+	if _, err := e.A.CreateUser(e.Ctx, parley.UserCreate{PhoneNumber: parley.Some("+14155552671")}); err != nil {
+		t.Fatalf("CreateUser behind a lock held past BodyTimeout: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -399,5 +400,26 @@ func TestServeBoolFlags(t *testing.T) {
 				t.Errorf("serve %v with env %v started", tc.flags, tc.env)
 			}
 		})
+	}
+}
+
+// TestServeBodyTimeoutFlags: the body deadlines (#15) take positive
+// durations, from flags or the environment, and say which is wrong.
+func TestServeBodyTimeoutFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--body-timeout", "0s"}, nil, "--body-timeout: want a positive duration"},
+		{[]string{"--upload-timeout", "soon"}, nil, "--upload-timeout: want a positive duration"},
+		{nil, map[string]string{"PARLEY_BODY_TIMEOUT": "-1s"}, "--body-timeout: want a positive duration"},
+	} {
+		getenv := func(k string) string { return tc.env[k] }
+		args := append([]string{"serve", "--data-dir", t.TempDir()}, tc.args...)
+		err := run(t.Context(), args, getenv, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %v (env %v): error %v, want %q", tc.args, tc.env, err, tc.want)
+		}
 	}
 }

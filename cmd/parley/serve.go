@@ -27,6 +27,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	maxFile := stringFlag(fs, getenv, "max-file-size", "5242880", "largest upload in bytes")
 	maxImport := stringFlag(fs, getenv, "max-import-size", "104857600", "largest CSV import file in bytes")
 	skew := stringFlag(fs, getenv, "clock-skew", "300s", "accepted x-date drift of signed requests")
+	bodyTimeout := stringFlag(fs, getenv, "body-timeout", "30s", "time a request body may take to arrive")
+	uploadTimeout := stringFlag(fs, getenv, "upload-timeout", "10m", "time the body of a signed upload or import may take to arrive")
 	logFormat := stringFlag(fs, getenv, "log-format", "", "text or json (default: text on a terminal, json otherwise)")
 	role := stringFlag(fs, getenv, "role", "all", "what this node does: all, api (HTTP API only) or worker (delivery only)")
 	provider := stringFlag(fs, getenv, "provider", "sim", "SMS provider: sim (local simulator) or twilio")
@@ -63,6 +65,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if cfg.ClockSkew, err = time.ParseDuration(*skew); err != nil || cfg.ClockSkew <= 0 {
 		return fmt.Errorf("--clock-skew: want a positive duration such as 300s")
+	}
+	if cfg.BodyTimeout, err = time.ParseDuration(*bodyTimeout); err != nil || cfg.BodyTimeout <= 0 {
+		return fmt.Errorf("--body-timeout: want a positive duration such as 30s")
+	}
+	if cfg.UploadTimeout, err = time.ParseDuration(*uploadTimeout); err != nil || cfg.UploadTimeout <= 0 {
+		return fmt.Errorf("--upload-timeout: want a positive duration such as 10m")
 	}
 	if cfg.Workers, err = strconv.Atoi(*workers); err != nil || cfg.Workers < 1 {
 		return fmt.Errorf("--workers: want a positive number")

@@ -61,7 +61,12 @@ type Config struct {
 	MaxImportSize int64
 	// ClockSkew is the accepted x-date drift (D2); 0 means 300 s.
 	ClockSkew time.Duration
-	Logger    *slog.Logger
+	// BodyTimeout and UploadTimeout bound the time a request body may take
+	// to arrive (#15); 0 means httpapi's defaults.
+	BodyTimeout, UploadTimeout time.Duration
+	// RequestTimeout bounds an API request's work; 0 means httpapi's default.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
 	// Now replaces the clock in tests.
 	Now func() time.Time
 
@@ -246,6 +251,9 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		AdminToken:       cfg.AdminToken,
 		Metrics:          a.apiMetrics(),
 		ClockSkew:        cfg.ClockSkew,
+		BodyTimeout:      cfg.BodyTimeout,
+		UploadTimeout:    cfg.UploadTimeout,
+		RequestTimeout:   cfg.RequestTimeout,
 		Now:              cfg.Now,
 		MaxUploadBody:    cfg.MaxFileSize + 1<<20, // room for the multipart framing
 		Imports:          a.Importer,

@@ -45,8 +45,7 @@ func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.RequestTimeout)
 		defer cancel()
-		r = r.WithContext(ctx)
-		req, err := s.authenticate(w, r, mode)
+		req, err := s.authenticate(w, r.WithContext(ctx), mode)
 		if req != nil && req.upload != nil {
 			defer func() {
 				req.upload.Close()
@@ -54,6 +53,12 @@ func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
 			}()
 		}
 		if err == nil {
+			// The work's time starts once the body is in: an upload may
+			// take up to UploadTimeout to arrive (#15).
+			ctx, cancel := context.WithTimeout(r.Context(), s.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+			s.Credentials.CredentialUsed(ctx, r.Header.Get(signing.HeaderUsername))
 			if info := infoFrom(r.Context()); info != nil {
 				info.brandID = req.brandID
 			}
@@ -113,6 +118,8 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, mode bodyM
 		if err != nil || mt != "multipart/form-data" {
 			return nil, badRequest("Content-Type must be multipart/form-data with a part named file")
 		}
+		// Only a proven credential gets the longer time for its body.
+		bodyGuardFrom(r.Context()).extend(s.UploadTimeout)
 		limit := s.MaxUploadBody
 		if mode == importBody {
 			limit = s.MaxImportBody
@@ -123,7 +130,6 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, mode bodyM
 	}
 	// The request is now fully verified: the body matches its digest.
 	req.signed = s.signedWrite(r, username)
-	s.Credentials.CredentialUsed(r.Context(), username)
 	return req, nil
 }
 
@@ -138,7 +144,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, tooLarge(limit)
 	}
 	if err != nil {
-		return nil, badRequest("could not read the request body")
+		return nil, bodyGuardFrom(r.Context()).readError(err)
 	}
 	return body, nil
 }
@@ -165,7 +171,7 @@ func (s *Server) spool(w http.ResponseWriter, r *http.Request, limit int64) (*os
 	case errors.As(err, &mbe):
 		err = tooLarge(limit)
 	case err != nil:
-		err = badRequest("could not read the request body")
+		err = bodyGuardFrom(r.Context()).readError(err)
 	default:
 		err = signing.VerifyDigest(r.Header.Get(signing.HeaderDigest), d.Sum())
 	}

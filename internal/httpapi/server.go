@@ -17,6 +17,13 @@ import (
 // DefaultMaxJSONBody is the largest JSON body accepted (D4).
 const DefaultMaxJSONBody = 1 << 20
 
+// DefaultBodyTimeout and DefaultUploadTimeout are the defaults of
+// Config.BodyTimeout and Config.UploadTimeout.
+const (
+	DefaultBodyTimeout   = 30 * time.Second
+	DefaultUploadTimeout = 10 * time.Minute
+)
+
 // MediaOpener serves signed media links (D9).
 type MediaOpener interface {
 	OpenMedia(ctx context.Context, brand, id, expires, sig string) (*parley.File, io.ReadCloser, error)
@@ -62,6 +69,14 @@ type Config struct {
 	Imports parley.ImportService
 	// MaxImportBody bounds a whole import upload body; 0 means 101 MiB.
 	MaxImportBody int64
+	// BodyTimeout bounds the time a request body may take to arrive, counted
+	// from the end of its headers; 0 means DefaultBodyTimeout. A client
+	// that trickles its body would otherwise hold its connection and
+	// goroutine for as long as it likes (#15).
+	BodyTimeout time.Duration
+	// UploadTimeout replaces BodyTimeout for the body of an upload or an
+	// import once its signature is verified; 0 means DefaultUploadTimeout.
+	UploadTimeout time.Duration
 	// TempDir holds upload bodies while their digest is checked; "" means os.TempDir.
 	TempDir string
 	// Unavailable reports errors that mean the database cannot answer now;
@@ -122,6 +137,12 @@ func New(cfg Config) *Server {
 	if s.RequestTimeout == 0 {
 		s.RequestTimeout = 15 * time.Second
 	}
+	if s.BodyTimeout <= 0 {
+		s.BodyTimeout = DefaultBodyTimeout
+	}
+	if s.UploadTimeout <= 0 {
+		s.UploadTimeout = DefaultUploadTimeout
+	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -140,7 +161,7 @@ func New(cfg Config) *Server {
 	if s.Trace != nil {
 		h = s.Trace(h) // outside withRecover, so a span sees its panic's 500
 	}
-	s.handler = s.withRequestLog(h)
+	s.handler = s.withBodyDeadline(s.withRequestLog(h))
 	return s
 }
 

@@ -66,7 +66,6 @@ func TestBackfillTimeZones(t *testing.T) {
 	}
 }
 
-
 // deref is what s points to, nil for nil: for messages and SQL arguments.
 func deref(s *string) any {
 	if s == nil {

@@ -225,19 +225,25 @@ func (c *Client) ListMessages(ctx context.Context, f parley.MessageFilter) ([]*p
 	if f.UserID != 0 {
 		q.Set("user_id", strconv.FormatInt(f.UserID, 10))
 	}
-	if f.Limit != 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
+	return getPage[*parley.Message](ctx, c, "/messages", q, f.Limit, f.Cursor)
+}
+
+// getPage reads one page of a list (D8) at path with the query q, limit
+// and cursor added, and returns it with the next page's cursor ("" after
+// the last).
+func getPage[T any](ctx context.Context, c *Client, path string, q url.Values, limit int, cursor string) ([]T, string, error) {
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
 	}
-	if f.Cursor != "" {
-		q.Set("cursor", f.Cursor)
+	if cursor != "" {
+		q.Set("cursor", cursor)
 	}
-	path := "/messages"
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
 	var page struct {
-		Data       []*parley.Message `json:"data"`
-		NextCursor *string           `json:"next_cursor"`
+		Data       []T     `json:"data"`
+		NextCursor *string `json:"next_cursor"`
 	}
 	if err := c.call(ctx, "GET", path, nil, &page); err != nil {
 		return nil, "", err
@@ -257,28 +263,7 @@ func (c *Client) UserHistory(ctx context.Context, userID int64, f parley.History
 	if f.Field != "" {
 		q.Set("field", f.Field)
 	}
-	if f.Limit != 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	if f.Cursor != "" {
-		q.Set("cursor", f.Cursor)
-	}
-	path := "/users/" + strconv.FormatInt(userID, 10) + "/history"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	var page struct {
-		Data       []*parley.HistoryEntry `json:"data"`
-		NextCursor *string                `json:"next_cursor"`
-	}
-	if err := c.call(ctx, "GET", path, nil, &page); err != nil {
-		return nil, "", err
-	}
-	next := ""
-	if page.NextCursor != nil {
-		next = *page.NextCursor
-	}
-	return page.Data, next, nil
+	return getPage[*parley.HistoryEntry](ctx, c, "/users/"+strconv.FormatInt(userID, 10)+"/history", q, f.Limit, f.Cursor)
 }
 
 // UploadFile uploads media (POST /files). The body is built in memory,

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -108,7 +107,7 @@ func reportImportErrors(ctx context.Context, a *app.App, imp *parley.Import, pat
 		}
 		defer out.Close()
 		w = csv.NewWriter(out)
-		w.Write([]string{"line", "field", "type", "msg"})
+		w.Write(parley.ImportErrorColumns)
 	}
 	shown := 0
 	err := a.Importer.EachImportError(ctx, imp.BrandID, imp.ID, func(e *parley.ImportError) error {
@@ -121,7 +120,7 @@ func reportImportErrors(ctx context.Context, a *app.App, imp *parley.Import, pat
 			shown++
 		}
 		if w != nil {
-			return w.Write([]string{strconv.FormatInt(e.Line, 10), e.Field, e.Type, e.Msg})
+			return w.Write(e.Record())
 		}
 		return nil
 	})
@@ -169,7 +168,7 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 		return describe(err)
 	}
 	if *outPath == "" {
-		_, err := a.Importer.ExportUsers(ctx, *brand, stdout)
+		_, err := a.Importer.ExportUsers(ctx, *brand, stdout, parley.ExportFilter{})
 		return err
 	}
 	// Written beside the target and renamed, so a failed export leaves no
@@ -179,7 +178,7 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	n, err := a.Importer.ExportUsers(ctx, *brand, tmp)
+	n, err := a.Importer.ExportUsers(ctx, *brand, tmp, parley.ExportFilter{})
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

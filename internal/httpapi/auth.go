@@ -34,12 +34,19 @@ type apiHandler func(w http.ResponseWriter, r *http.Request, req *request) error
 
 // authed verifies the request signature (D2) before anything else happens,
 // reads the body in the route's mode, checks its digest, and only then runs
-// h with the brand the credential belongs to.
+// h with the brand the credential belongs to, all within RequestTimeout.
 func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
+	inner := s.verified(mode, h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.RequestTimeout)
 		defer cancel()
-		r = r.WithContext(ctx)
+		inner.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// verified is authed without a time bound.
+func (s *Server) verified(mode bodyMode, h apiHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := s.authenticate(w, r, mode)
 		if req != nil && req.upload != nil {
 			defer func() {

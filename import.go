@@ -75,8 +75,9 @@ type ImportError struct {
 	Msg   string
 }
 
-// ImportService imports a brand's users from CSV files. Every method is
-// scoped to brandID; another brand's import answers ENotFound.
+// ImportService imports a brand's users from CSV files and exports them in
+// the same format. Every method is scoped to brandID; another brand's
+// import answers ENotFound.
 type ImportService interface {
 	// CreateImport checks the file (a UTF-8 CSV with a header naming known
 	// columns and at least one row), stores it and queues its import.
@@ -90,4 +91,17 @@ type ImportService interface {
 	// EachImportError calls fn with every rejected row, in file order;
 	// ENotFound for a missing import.
 	EachImportError(ctx context.Context, brandID, id int64, fn func(*ImportError) error) error
+	// ExportUsers writes the brand's live users to w as CSV in the import
+	// format, formula-safe, and returns how many it wrote. It streams:
+	// memory does not grow with the brand. EValidation for a filter it
+	// cannot apply, before anything is written.
+	ExportUsers(ctx context.Context, brandID int64, w io.Writer, f ExportFilter) (int64, error)
+}
+
+// ExportFilter selects the users an export writes; the zero value selects
+// every live user.
+type ExportFilter struct {
+	// SegmentID keeps the members of one segment. Not supported yet:
+	// segments do not select contacts in this version (EValidation).
+	SegmentID int64
 }

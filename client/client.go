@@ -91,6 +91,20 @@ type Response struct {
 // added when missing) and returns the answer whatever its status. body may be
 // nil; contentType is used when body is non-nil.
 func (c *Client) Do(ctx context.Context, method, path string, body []byte, contentType string) (*Response, error) {
+	resp, err := c.send(ctx, method, path, body, contentType)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// send sends a signed request and returns the answer unread.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, contentType string) (*http.Response, error) {
 	if !strings.HasPrefix(path, "/api/v1") && !strings.HasPrefix(path, "/media/") {
 		path = "/api/v1" + path
 	}
@@ -107,16 +121,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, conte
 		req.Header.Set("Idempotency-Key", key)
 	}
 	signing.SignRequest(req, c.username, c.secret, body, c.now())
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	return &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: b}, nil
+	return c.hc.Do(req)
 }
 
 // call sends in as JSON (when non-nil) and decodes a 2xx answer into out.
@@ -173,6 +178,31 @@ func (r *Response) Err() error {
 		e.Type, e.Msg = parley.EInternal, strings.TrimSpace(string(r.Body))
 	}
 	return e
+}
+
+// ExportUsers streams the brand's users to w as CSV in the import format
+// (GET /users/export; docs/import.md) and returns how many bytes it wrote.
+// The file is written as it arrives, so memory stays flat for any brand;
+// the HTTP client's timeout (30 s by default, WithHTTPClient) bounds the
+// whole transfer, so give a large export a longer one or none, and bound
+// it with ctx. An answer cut short is an error, never a short file.
+func (c *Client) ExportUsers(ctx context.Context, w io.Writer) (int64, error) {
+	resp, err := c.send(ctx, "GET", "/users/export", nil, "")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			return 0, err
+		}
+		if err := (&Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: b}).Err(); err != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("parley: export answered %d, want 200", resp.StatusCode)
+	}
+	return io.Copy(w, resp.Body)
 }
 
 // CreateUser creates a user (POST /users).

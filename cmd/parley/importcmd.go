@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -108,7 +107,7 @@ func reportImportErrors(ctx context.Context, a *app.App, imp *parley.Import, pat
 		}
 		defer out.Close()
 		w = csv.NewWriter(out)
-		w.Write([]string{"line", "field", "type", "msg"})
+		w.Write(parley.ImportErrorColumns)
 	}
 	shown := 0
 	err := a.Importer.EachImportError(ctx, imp.BrandID, imp.ID, func(e *parley.ImportError) error {
@@ -121,7 +120,7 @@ func reportImportErrors(ctx context.Context, a *app.App, imp *parley.Import, pat
 			shown++
 		}
 		if w != nil {
-			return w.Write([]string{strconv.FormatInt(e.Line, 10), e.Field, e.Type, e.Msg})
+			return w.Write(e.Record())
 		}
 		return nil
 	})
@@ -170,7 +169,7 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	if _, err := a.Service.FindBrand(ctx, *brand); err != nil {
 		return describe(err)
 	}
-	users := func(w io.Writer) (int64, error) { return a.Importer.ExportUsers(ctx, *brand, w) }
+	users := func(w io.Writer) (int64, error) { return a.Importer.ExportUsers(ctx, *brand, w, parley.ExportFilter{}) }
 	if *outPath == "" {
 		if _, err := users(stdout); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/signing"
@@ -40,8 +41,16 @@ type apiHandler func(w http.ResponseWriter, r *http.Request, req *request) error
 
 // authed verifies the request signature (D2) before anything else happens,
 // reads the body in the route's mode, checks its digest, and only then runs
-// h with the brand the credential belongs to.
+// h with the brand the credential belongs to, within RequestTimeout.
 func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
+	return s.verified(mode, h, s.RequestTimeout)
+}
+
+// verified is authed with h's work bounded by limit, counted once the body
+// is in (an upload may take up to UploadTimeout to arrive, #15); 0 leaves
+// the work unbounded, for an answer that bounds each of its waits itself
+// (streamed).
+func (s *Server) verified(mode bodyMode, h apiHandler, limit time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.RequestTimeout)
 		defer cancel()
@@ -53,10 +62,12 @@ func (s *Server) authed(mode bodyMode, h apiHandler) http.Handler {
 			}()
 		}
 		if err == nil {
-			// The work's time starts once the body is in: an upload may
-			// take up to UploadTimeout to arrive (#15).
-			ctx, cancel := context.WithTimeout(r.Context(), s.RequestTimeout)
-			defer cancel()
+			ctx := r.Context()
+			if limit > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, limit)
+				defer cancel()
+			}
 			r = r.WithContext(ctx)
 			s.Credentials.CredentialUsed(ctx, r.Header.Get(signing.HeaderUsername))
 			if info := infoFrom(r.Context()); info != nil {

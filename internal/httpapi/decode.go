@@ -28,7 +28,7 @@ func checkJSONContentType(r *http.Request) error {
 }
 
 // decodeJSON decodes a JSON object body into v, rejecting unknown members
-// (D4). notAllowed names members that exist elsewhere in the API but not in
+// (D4) and control characters in any string (checkText, #15). notAllowed names members that exist elsewhere in the API but not in
 // this body, so the message can say so ("phone_number: not allowed on update").
 func decodeJSON(body []byte, v any, notAllowed map[string]string) error {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
@@ -49,7 +49,7 @@ func decodeJSON(body []byte, v any, notAllowed map[string]string) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequest("request body is not valid JSON: data after the object")
 	}
-	return nil
+	return checkText(body)
 }
 
 func decodeError(err error, notAllowed map[string]string) error {

@@ -134,7 +134,7 @@ func (s *Server) listImports(w http.ResponseWriter, r *http.Request, req *reques
 }
 
 // importErrors answers the rejected rows of an import as CSV: line, field,
-// type, msg.
+// type, msg, the free text formula-safe.
 func (s *Server) importErrors(w http.ResponseWriter, r *http.Request, req *request) error {
 	id, err := pathID(r, "import_id")
 	if err != nil {
@@ -147,11 +147,9 @@ func (s *Server) importErrors(w http.ResponseWriter, r *http.Request, req *reque
 	h.Set("Content-Type", "text/csv; charset=utf-8")
 	h.Set("Content-Disposition", `attachment; filename="import-`+strconv.FormatInt(id, 10)+`-errors.csv"`)
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"line", "field", "type", "msg"})
-	rec := make([]string, 4)
+	cw.Write(parley.ImportErrorColumns)
 	err = s.Imports.EachImportError(r.Context(), req.brandID, id, func(e *parley.ImportError) error {
-		rec[0], rec[1], rec[2], rec[3] = strconv.FormatInt(e.Line, 10), e.Field, e.Type, e.Msg
-		return cw.Write(rec)
+		return cw.Write(e.Record()) // formula-safe (#15)
 	})
 	cw.Flush()
 	if err == nil {

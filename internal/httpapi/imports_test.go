@@ -377,7 +377,7 @@ func TestImportFileFormats(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, phone, first string
 	}{
-		{"BOMCommaCRLF", "\xEF\xBB\xBFphone_number,first_name\r\n+14152000101,\"Ann\r\nMarie\"\r\n", "+14152000101", "Ann\nMarie"},
+		{"BOMCommaCRLF", "\xEF\xBB\xBFphone_number,first_name\r\n+14152000101,\"Ann, Marie\"\r\n", "+14152000101", "Ann, Marie"},
 		{"Semicolon", "phone_number;first_name;custom_score\n+14152000102;\"Bo;b\";1.25\n", "+14152000102", "Bo;b"},
 		{"HeaderCase", " Phone_Number , FIRST_NAME,Custom_Loyalty Tier\n+14152000103,Cy,gold\n", "+14152000103", "Cy"},
 		{"NoFinalNewline", "phone_number,first_name\n+14152000104,Di", "+14152000104", "Di"},

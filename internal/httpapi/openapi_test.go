@@ -441,6 +441,7 @@ func TestOpenAPIParameters(t *testing.T) {
 		"GET /api/v1/webhooks/{webhook_id}/deliveries": {"limit": false, "cursor": false},
 		"GET /api/v1/imports":                          {"limit": false, "cursor": false},
 		"GET /api/v1/users/{user_id}/history":          {"field": false, "limit": false, "cursor": false},
+		"GET /api/v1/users/export":                     {"segment_id": false},
 	}
 	braces := regexp.MustCompile(`\{([^}]*)\}`)
 	for _, o := range oaOperations(t, doc) {
@@ -783,6 +784,7 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		"GET /api/v1/imports":                    {value: listPage[*parley.Import]{}},
 		"GET /api/v1/imports/{import_id}":        {value: parley.Import{}},
 		"GET /api/v1/imports/{import_id}/errors": {media: "text/csv"},
+		"GET /api/v1/users/export":               {media: "text/csv"},
 	}
 	for _, rt := range testServer().routeTable() {
 		if _, ok := results[rt.method+" "+rt.path]; !ok {

@@ -27,6 +27,8 @@ func (s *Server) routeTable() []route {
 
 		{"POST", v1 + "/users", s.authed(jsonBody, s.createUser)},
 		{"GET", v1 + "/users", s.authed(noBody, s.findUserByPhone)},
+		// A literal segment: ServeMux prefers it to {user_id}.
+		{"GET", v1 + "/users/export", s.streamed(s.exportUsers)},
 		{"GET", v1 + "/users/{user_id}", s.authed(noBody, s.getUser)},
 		{"POST", v1 + "/users/{user_id}", s.authed(jsonBody, s.updateUser)},
 		{"DELETE", v1 + "/users/{user_id}", s.authed(noBody, s.deleteUser)},
@@ -98,14 +100,50 @@ func (s *Server) routes(mux *http.ServeMux) {
 		methods := allow[p]
 		slices.Sort(methods)
 		header := strings.Join(methods, ", ")
-		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+		notAllowed := func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", header)
 			s.writeError(w, r, parley.Errorf(parley.EMethodNotAllowed, "Method %s not allowed; allowed: %s.", r.Method, header))
-		})
+		}
+		if !shadows(p, paths) {
+			mux.HandleFunc(p, notAllowed)
+			continue
+		}
+		// A literal path that a wildcard path also matches (/users/export,
+		// /users/{user_id}) cannot take every method: ServeMux would find
+		// the two patterns in conflict. It takes the usual ones, and any
+		// other method reaches the wildcard path's 405.
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"} {
+			if !slices.Contains(methods, m) {
+				mux.HandleFunc(m+" "+p, notAllowed)
+			}
+		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, parley.Errorf(parley.ENotFound, "No route for %s.", r.URL.Path))
 	})
+}
+
+// shadows reports whether another of paths has a wildcard where p has a
+// literal segment and matches p.
+func shadows(p string, paths []string) bool {
+	ps := strings.Split(p, "/")
+	for _, q := range paths {
+		qs := strings.Split(q, "/")
+		if q == p || len(qs) != len(ps) {
+			continue
+		}
+		match := true
+		for i := range ps {
+			if qs[i] != ps[i] && !strings.HasPrefix(qs[i], "{") {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -17,7 +17,15 @@ import (
 // ExportUsers writes the brand's live users as CSV in the import format,
 // with a column for every custom data field, and returns how many it wrote:
 // importing the file into a brand with the same fields gives the same users.
-func (im *Importer) ExportUsers(ctx context.Context, brandID int64, w io.Writer) (int64, error) {
+// Free text is formula-safe (parley.FormulaSafe); the phone number and
+// custom data numbers are written as they are. The users are read a page
+// at a time, so memory does not grow with the brand.
+func (im *Importer) ExportUsers(ctx context.Context, brandID int64, w io.Writer, f parley.ExportFilter) (int64, error) {
+	if f.SegmentID != 0 {
+		// The hook for segment exports: once segments select contacts,
+		// the segment's members are read here instead of EachUser's.
+		return 0, parley.FieldError(parley.EValidation, "segment_id", "not supported yet: segments do not select contacts in this version; export every user")
+	}
 	fields, err := im.s.db.ListCustomFields(ctx, brandID)
 	if err != nil {
 		return 0, err
@@ -36,13 +44,14 @@ func (im *Importer) ExportUsers(ctx context.Context, brandID int64, w io.Writer)
 	cells := make([]string, len(header))
 	err = im.s.db.EachUser(ctx, brandID, func(u *parley.User) error {
 		clear(cells)
-		cells[0] = u.PhoneNumber
-		cells[1], cells[2], cells[3], cells[4] = deref(u.FirstName), deref(u.LastName), deref(u.EmailAddress), deref(u.DateOfBirth)
+		cells[0] = u.PhoneNumber // E.164, validated: a spreadsheet reads +1… as a number
+		cells[1], cells[2] = safeText(u.FirstName), safeText(u.LastName)
+		cells[3], cells[4] = safeText(u.EmailAddress), safeText(u.DateOfBirth)
 		if u.MessagingConsent != nil {
 			cells[5] = strconv.FormatBool(*u.MessagingConsent)
 		}
 		if u.Location != nil {
-			cells[6] = deref(u.Location.PostalCode)
+			cells[6] = safeText(u.Location.PostalCode)
 		}
 		if len(u.CustomData) > 0 {
 			var cd map[string]json.RawMessage
@@ -50,7 +59,7 @@ func (im *Importer) ExportUsers(ctx context.Context, brandID int64, w io.Writer)
 				return fmt.Errorf("service: user %d custom_data: %w", u.ID, err)
 			}
 			for i, key := range keys {
-				cells[len(parley.ImportColumns)+i] = cellText(cd[key])
+				cells[len(parley.ImportColumns)+i] = customCell(cd[key])
 			}
 		}
 		n++
@@ -63,11 +72,23 @@ func (im *Importer) ExportUsers(ctx context.Context, brandID int64, w io.Writer)
 	return n, cw.Error()
 }
 
-func deref(s *string) string {
+// safeText is a text member as a formula-safe cell.
+func safeText(s *string) string {
 	if s == nil {
 		return ""
 	}
-	return *s
+	return parley.FormulaSafe(*s)
+}
+
+// customCell is a stored custom_data value as a formula-safe import cell.
+// A number stays as it is (-5 is the number -5 to a spreadsheet, and the
+// INTEGER field reads it back); anything else is text.
+func customCell(v json.RawMessage) string {
+	v = bytes.TrimSpace(v)
+	if len(v) > 0 && (v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+		return string(v)
+	}
+	return parley.FormulaSafe(cellText(v))
 }
 
 // cellText is a stored custom_data value as an import cell: a string's

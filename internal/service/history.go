@@ -148,7 +148,9 @@ var HistoryColumns = []string{"user_id", "phone_number", "field", "old_value", "
 
 // ExportHistory writes the brand's contact history as CSV — every entry,
 // deleted users' too, by user and oldest first — and returns how many
-// entries it wrote (D18). Values are JSON, as the API shows them.
+// entries it wrote (D18). Values are JSON, as the API shows them: a string
+// starts with its quote, a number is a validated number; the detail is
+// free text, so it is written formula-safe (#15).
 func (s *Service) ExportHistory(ctx context.Context, brandID int64, w io.Writer) (int64, error) {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(HistoryColumns); err != nil {
@@ -162,7 +164,7 @@ func (s *Service) ExportHistory(ctx context.Context, brandID int64, w io.Writer)
 			msg = strconv.FormatInt(*e.MessageID, 10)
 		}
 		cells = append(cells[:0], strconv.FormatInt(e.UserID, 10), phone, e.Field, jsonCell(e.OldValue), jsonCell(e.NewValue),
-			e.Source, e.Detail, msg, e.OccurredAt.UTC().Format(parley.TimeFormat))
+			e.Source, parley.FormulaSafe(e.Detail), msg, e.OccurredAt.UTC().Format(parley.TimeFormat))
 		n++
 		return cw.Write(cells)
 	})

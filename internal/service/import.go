@@ -71,6 +71,20 @@ type column struct {
 	key  string // custom_data key of a colCustom
 }
 
+// code is the error type POST /users answers for a bad value of the
+// column's member (D3).
+func (c column) code() string {
+	switch c.kind {
+	case colPhone:
+		return parley.EInvalidPhoneNumber
+	case colPostalCode:
+		return parley.EInvalidPostalCode
+	case colCustom:
+		return parley.EInvalidCustomData
+	}
+	return parley.EValidation
+}
+
 // mapColumns reads a header. Problems with the header as a whole are
 // errors; columns naming no field of the brand come back in unknown.
 func mapColumns(header []string, fields map[string]*parley.CustomField) (cols []column, unknown []string, err error) {

@@ -225,7 +225,14 @@ func (run *importRun) check(ctx context.Context, rec []string, line int64) (*row
 	in := parley.UserCreate{PhoneNumber: parley.Null[string](), Channel: parley.Some(parley.ImportChannel)}
 	var custom []byte
 	for i, c := range run.cols {
-		v := strings.TrimSpace(rec[i])
+		// Checked before trimming, which would take a leading tab away
+		// and turn "\t=1+1" into a formula (#15).
+		if rule := parley.ControlCharRule(rec[i], false); rule != "" {
+			r.err = &parley.ImportError{Line: line, Field: c.name, Type: c.code(), Msg: c.name + ": " + rule}
+			return r, nil
+		}
+		// A cell Parley neutralised on export reads as the value it was.
+		v := parley.FromFormulaSafe(strings.TrimSpace(rec[i]))
 		if v == "" {
 			continue // an empty cell is no value: null on create, untouched on update
 		}

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -148,7 +149,6 @@ func TestUsersExportRefusals(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
 	for _, c := range []struct{ target, typ string }{
-		{"/users/export?segment_id=3", parley.EValidation}, // not supported yet: segments select no contacts
 		{"/users/export?segment_id=0", parley.EValidation},
 		{"/users/export?segment_id=x", parley.EValidation},
 	} {
@@ -158,9 +158,13 @@ func TestUsersExportRefusals(t *testing.T) {
 			t.Errorf("GET %s: field %q (%s), want segment_id", c.target, field, msg)
 		}
 	}
-	_, msg, _ := authEnvelope(t, badDo(t, e, "GET", "/users/export?segment_id=3", nil, "").body)
-	if !strings.Contains(msg, "not supported yet") {
-		t.Errorf("segment_id msg = %q, want it to say not supported yet", msg)
+	// A segment of no brand, or of another brand, is not found (D15).
+	other := &parley.Segment{BrandID: e.BrandB.ID, Name: "B's", Type: parley.SegmentStandard}
+	if err := e.App.Service.CreateSegment(e.Ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"/users/export?segment_id=999", "/users/export?segment_id=" + strconv.FormatInt(other.ID, 10)} {
+		authWantError(t, badDo(t, e, "GET", target, nil, ""), 404, parley.ESegmentNotFound)
 	}
 	unsigned := e.Client(e.CredA.Username, "wrong-secret")
 	if _, err := unsigned.ExportUsers(e.Ctx, io.Discard); !isAPIError(err, 401, parley.ENotAuthenticated) {
@@ -251,5 +255,34 @@ func TestUsersExportBoundedMemory(t *testing.T) {
 	t.Logf("exported %d users, %d MiB; live heap grew at most %.1f MiB", users, bytesRead>>20, float64(grew)/(1<<20))
 	if grew > bound {
 		t.Errorf("live heap grew %d MiB while streaming a %d MiB export, want under %d MiB: the export holds its rows", grew>>20, bytesRead>>20, bound>>20)
+	}
+}
+
+// TestUsersExportSegment: ?segment_id= exports only the segment's members,
+// in the same format (D14, #15).
+func TestUsersExportSegment(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t)
+	for i, name := range []string{"Ann", "Bo", "ann"} {
+		e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some(fmt.Sprintf("+1415555260%d", i)),
+			UserFields: parley.UserFields{FirstName: parley.Some(name)}})
+	}
+	ann := "ann"
+	seg := &parley.Segment{BrandID: e.BrandA.ID, Name: "Anns", Type: parley.SegmentStandard, Criteria: []parley.SegmentCriterion{{
+		Attribute:    parley.SegmentAttribute{DimensionType: parley.DimensionContact, FieldName: "first_name", FieldType: parley.CustomString},
+		OperatorType: parley.OpEquals, AndGroupNum: 1, StrFieldValue: &ann}}}
+	if err := e.App.Service.CreateSegment(e.Ctx, seg); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.A.Do(e.Ctx, "GET", "/users/export?segment_id="+strconv.FormatInt(seg.ID, 10), nil, "")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("export of a segment: %v %d %s", err, resp.StatusCode, resp.Body)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(resp.Body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[1][0] != "+14155552600" || rows[2][0] != "+14155552602" {
+		t.Errorf("segment export rows %q, want the header and the two Anns (text compares ignoring case)", rows)
 	}
 }

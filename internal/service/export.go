@@ -21,10 +21,15 @@ import (
 // custom data numbers are written as they are. The users are read a page
 // at a time, so memory does not grow with the brand.
 func (im *Importer) ExportUsers(ctx context.Context, brandID int64, w io.Writer, f parley.ExportFilter) (int64, error) {
-	if f.SegmentID != 0 {
-		// The hook for segment exports: once segments select contacts,
-		// the segment's members are read here instead of EachUser's.
-		return 0, parley.FieldError(parley.EValidation, "segment_id", "not supported yet: segments do not select contacts in this version; export every user")
+	each := func(fn func(*parley.User) error) error { return im.s.db.EachUser(ctx, brandID, fn) }
+	if f.SegmentID != 0 { // only the segment's members (D14)
+		a, err := im.s.segmentAudience(ctx, brandID, f.SegmentID)
+		if err != nil {
+			return 0, err
+		}
+		each = func(fn func(*parley.User) error) error {
+			return im.s.audienceErr(f.SegmentID, im.s.db.EachAudienceUser(ctx, brandID, a, fn))
+		}
 	}
 	fields, err := im.s.db.ListCustomFields(ctx, brandID)
 	if err != nil {
@@ -42,7 +47,7 @@ func (im *Importer) ExportUsers(ctx context.Context, brandID int64, w io.Writer,
 	}
 	var n int64
 	cells := make([]string, len(header))
-	err = im.s.db.EachUser(ctx, brandID, func(u *parley.User) error {
+	err = each(func(u *parley.User) error {
 		clear(cells)
 		cells[0] = u.PhoneNumber // E.164, validated: a spreadsheet reads +1… as a number
 		cells[1], cells[2] = safeText(u.FirstName), safeText(u.LastName)

@@ -649,6 +649,27 @@ func (db *DB) CountAudience(ctx context.Context, brandID int64, a Audience) (int
 }
 
 // AudienceUsers returns up to limit users of a whose id is above afterID,
+// EachAudienceUser calls fn with every member of the audience, by id, a
+// page at a time: an export of a segment holds one page in memory.
+func (db *DB) EachAudienceUser(ctx context.Context, brandID int64, a Audience, fn func(*parley.User) error) error {
+	var after int64
+	for {
+		users, err := db.AudienceUsers(ctx, brandID, a, after, 1000)
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if err := fn(u); err != nil {
+				return err
+			}
+		}
+		if len(users) < 1000 {
+			return nil
+		}
+		after = users[len(users)-1].ID
+	}
+}
+
 // by id (keyset pages). Errors as CountAudience.
 func (db *DB) AudienceUsers(ctx context.Context, brandID int64, a Audience, afterID int64, limit int) ([]*parley.User, error) {
 	where, args, err := db.audienceFilter(ctx, db, brandID, a, db.Now())

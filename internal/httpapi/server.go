@@ -36,6 +36,7 @@ type Config struct {
 	Credentials parley.CredentialSource
 	Webhooks    parley.WebhookService
 	History     parley.HistoryService
+	Segments    parley.SegmentService
 	Media       MediaOpener
 	DB          Pinger
 	Logger      *slog.Logger

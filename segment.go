@@ -98,6 +98,15 @@ func (c *Criteria) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// MarshalJSON implements json.Marshaler: no criteria encode as [], never
+// null (D10).
+func (c Criteria) MarshalJSON() ([]byte, error) {
+	if c == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal([]SegmentCriterion(c))
+}
+
 func criterionDecodeError(at string, err error) error {
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) && typ.Field != "" {

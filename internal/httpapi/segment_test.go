@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/parleyhq/parley"
@@ -487,5 +488,35 @@ func TestSegmentIdempotentCreate(t *testing.T) {
 	// Brand B's key space is its own.
 	if s, err := e.B.CreateSegment(e.Ctx, parley.SegmentCreate{Name: parley.Some("Once")}); err != nil || s.BrandID != e.BrandB.ID {
 		t.Errorf("brand B: %+v, %v", s, err)
+	}
+}
+
+// TestSegmentConcurrentCycle: two updates that would each close a cycle
+// with the other, sent at once, never both commit: criteria are checked
+// in the write's transaction under the brand's segment lock (D14).
+func TestSegmentConcurrentCycle(t *testing.T) {
+	t.Parallel()
+	e := segEnv(t)
+	for round := range 5 {
+		a := segCreate(t, e, parley.SegmentCreate{Name: parley.Some(fmt.Sprintf("A%d", round))})
+		b := segCreate(t, e, parley.SegmentCreate{Name: parley.Some(fmt.Sprintf("B%d", round))})
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, pair := range [][2]int64{{a.ID, b.ID}, {b.ID, a.ID}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = e.A.UpdateSegment(e.Ctx, pair[0], parley.SegmentUpdate{Criteria: segCriteria(segMember(pair[1]))})
+			}()
+		}
+		wg.Wait()
+		if errs[0] == nil && errs[1] == nil {
+			t.Fatalf("round %d: both updates committed: %d and %d name each other", round, a.ID, b.ID)
+		}
+		for _, err := range errs {
+			if err != nil && apiCode(err) != parley.EValidation {
+				t.Errorf("round %d: %v, want validation_error", round, err)
+			}
+		}
 	}
 }

@@ -32,22 +32,22 @@ type Credential struct {
 
 // Segment is a saved audience of a brand.
 type Segment struct {
-	ID                       int64              `json:"id"`
-	BrandID                  int64              `json:"brand_id"`
-	Name                     string             `json:"name"`
-	Source                   string             `json:"source"`
-	Type                     string             `json:"type"`
-	IsActive                 bool               `json:"is_active"`
-	IsArchived               bool               `json:"is_archived"`
-	Criteria                 []SegmentCriterion `json:"criteria"`
-	DateCreated              Time               `json:"date_created"`
-	DateLastUpdated          Time               `json:"date_last_updated"`
-	Description              string             `json:"description"`
-	IsPinned                 bool               `json:"is_pinned"`
-	ColorID                  int64              `json:"color_id"`
-	LTV                      float64            `json:"ltv"`
-	AverageOrderValue        float64            `json:"average_order_value"`
-	AveragePurchaseFrequency float64            `json:"average_purchase_frequency"`
+	ID                       int64    `json:"id"`
+	BrandID                  int64    `json:"brand_id"`
+	Name                     string   `json:"name"`
+	Source                   string   `json:"source"`
+	Type                     string   `json:"type"`
+	IsActive                 bool     `json:"is_active"`
+	IsArchived               bool     `json:"is_archived"`
+	Criteria                 Criteria `json:"criteria"`
+	DateCreated              Time     `json:"date_created"`
+	DateLastUpdated          Time     `json:"date_last_updated"`
+	Description              string   `json:"description"`
+	IsPinned                 bool     `json:"is_pinned"`
+	ColorID                  int64    `json:"color_id"`
+	LTV                      float64  `json:"ltv"`
+	AverageOrderValue        float64  `json:"average_order_value"`
+	AveragePurchaseFrequency float64  `json:"average_purchase_frequency"`
 }
 
 // SegmentCriterion is one condition of a segment. Only the value member

@@ -1,8 +1,13 @@
 package parley
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -11,6 +16,124 @@ const (
 	SegmentStandard    = "STANDARD"      // evaluated at each use
 	SegmentPointInTime = "POINT IN TIME" // members frozen when created
 )
+
+// SourceUserDefined is the source of segments made through the API (D15).
+const SourceUserDefined = "USER_DEFINED"
+
+// Limits on a segment's text members.
+const (
+	MaxSegmentName        = 100
+	MaxSegmentDescription = 500
+)
+
+// SegmentCreate is the body of POST /segments (D15). Absent members take
+// their defaults: type STANDARD, no criteria (every contact), "", 0, false.
+type SegmentCreate struct {
+	Name        Optional[string]   `json:"name,omitzero"`
+	Description Optional[string]   `json:"description,omitzero"`
+	Type        Optional[string]   `json:"type,omitzero"`
+	Criteria    Optional[Criteria] `json:"criteria,omitzero"`
+	ColorID     Optional[int64]    `json:"color_id,omitzero"`
+	IsPinned    Optional[bool]     `json:"is_pinned,omitzero"`
+}
+
+// SegmentUpdate is the body of POST /segments/{id}: only members sent
+// change (D4). Sending criteria to a POINT IN TIME segment freezes its
+// members again.
+type SegmentUpdate SegmentCreate
+
+// SegmentPreviewRequest is the body of POST /segments/preview (D15).
+type SegmentPreviewRequest struct {
+	Criteria Optional[Criteria] `json:"criteria,omitzero"`
+}
+
+// SegmentService manages and evaluates a brand's segments (D14, D15).
+// Lookups of an id of none or another brand's return ESegmentNotFound;
+// bad input returns EValidation naming the member (criteria[2].operator_type).
+type SegmentService interface {
+	// CreateSegment validates seg and stores it for the brand; a POINT IN
+	// TIME segment's members are frozen in the same transaction. A name
+	// the brand already uses, archived segments included, is EDuplicate.
+	CreateSegment(ctx context.Context, o Origin, brandID int64, seg *Segment) (*Segment, error)
+	FindSegment(ctx context.Context, brandID, id int64) (*Segment, error)
+	UpdateSegment(ctx context.Context, o Origin, brandID, id int64, in SegmentUpdate) (*Segment, error)
+	// ArchiveSegment archives the segment and returns it.
+	ArchiveSegment(ctx context.Context, o Origin, brandID, id int64) (*Segment, error)
+	CountSegment(ctx context.Context, brandID, id int64) (*SegmentCount, error)
+	// SegmentUsers returns a page of the members by id and the next cursor.
+	SegmentUsers(ctx context.Context, brandID, id int64, limit int, cursor string) ([]*User, string, error)
+	PreviewSegment(ctx context.Context, brandID int64, criteria []SegmentCriterion) (*SegmentPreview, error)
+}
+
+// Criteria are a segment's criteria. Decoding them names the criterion of
+// a member with the wrong JSON type or an unknown member
+// (criteria[1].operator_type: must be an integer), which encoding/json
+// alone cannot: its errors carry no array index.
+type Criteria []SegmentCriterion
+
+// UnmarshalJSON implements json.Unmarshaler; its errors are EValidation
+// *Error values.
+func (c *Criteria) UnmarshalJSON(data []byte) error {
+	var items []json.RawMessage
+	if err := json.Unmarshal(data, &items); err != nil {
+		return FieldError(EValidation, "criteria", "must be an array of criteria")
+	}
+	if items == nil && string(bytes.TrimSpace(data)) == "null" {
+		*c = nil
+		return nil
+	}
+	out := make(Criteria, len(items))
+	for i, raw := range items {
+		at := "criteria[" + strconv.Itoa(i) + "]"
+		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+			return FieldError(EValidation, at, "must be an object")
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&out[i]); err != nil {
+			return criterionDecodeError(at, err)
+		}
+	}
+	*c = out
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler: no criteria encode as [], never
+// null (D10).
+func (c Criteria) MarshalJSON() ([]byte, error) {
+	if c == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal([]SegmentCriterion(c))
+}
+
+func criterionDecodeError(at string, err error) error {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) && typ.Field != "" {
+		want := "of another type"
+		switch typ.Type.Kind().String() {
+		case "string":
+			want = "a string"
+		case "bool":
+			want = "a boolean"
+		case "int64", "int":
+			want = "an integer"
+		case "float64":
+			want = "a number"
+		case "struct":
+			want = "an object"
+		}
+		return FieldError(EValidation, at+"."+typ.Field, "must be "+want)
+	}
+	if rest, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name, uerr := strconv.Unquote(rest)
+		if uerr != nil {
+			name = rest
+		}
+		return FieldError(EValidation, at+"."+name, "unknown field")
+	}
+	return FieldError(EValidation, at, "must be a criterion object")
+}
 
 // SegmentCount answers GET /segments/{id}/count (D15).
 type SegmentCount struct {

@@ -359,3 +359,64 @@ func (c *Client) ListCustomFields(ctx context.Context) ([]*parley.CustomField, e
 	}
 	return *l, nil
 }
+
+// CreateSegment creates a segment (POST /segments, D15).
+func (c *Client) CreateSegment(ctx context.Context, in parley.SegmentCreate) (*parley.Segment, error) {
+	return do[parley.Segment](ctx, c, "POST", "/segments", in)
+}
+
+// GetSegment reads a segment, archived or not (GET /segments/{id}).
+func (c *Client) GetSegment(ctx context.Context, id int64) (*parley.Segment, error) {
+	return do[parley.Segment](ctx, c, "GET", "/segments/"+strconv.FormatInt(id, 10), nil)
+}
+
+// UpdateSegment changes the members set in in (POST /segments/{id}).
+func (c *Client) UpdateSegment(ctx context.Context, id int64, in parley.SegmentUpdate) (*parley.Segment, error) {
+	return do[parley.Segment](ctx, c, "POST", "/segments/"+strconv.FormatInt(id, 10), in)
+}
+
+// ArchiveSegment archives a segment and returns it (DELETE /segments/{id}).
+func (c *Client) ArchiveSegment(ctx context.Context, id int64) (*parley.Segment, error) {
+	return do[parley.Segment](ctx, c, "DELETE", "/segments/"+strconv.FormatInt(id, 10), nil)
+}
+
+// SegmentUsers reads one page of a segment's users by id (GET
+// /segments/{id}/users) and the cursor of the next page ("" after the
+// last). limit 0 means the server's default.
+func (c *Client) SegmentUsers(ctx context.Context, id int64, limit int, cursor string) ([]*parley.User, string, error) {
+	q := url.Values{}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	path := "/segments/" + strconv.FormatInt(id, 10) + "/users"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var page struct {
+		Data       []*parley.User `json:"data"`
+		NextCursor *string        `json:"next_cursor"`
+	}
+	if err := c.call(ctx, "GET", path, nil, &page); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if page.NextCursor != nil {
+		next = *page.NextCursor
+	}
+	return page.Data, next, nil
+}
+
+// CountSegment counts a segment's users now (GET /segments/{id}/count).
+func (c *Client) CountSegment(ctx context.Context, id int64) (*parley.SegmentCount, error) {
+	return do[parley.SegmentCount](ctx, c, "GET", "/segments/"+strconv.FormatInt(id, 10)+"/count", nil)
+}
+
+// PreviewSegment counts the users that criteria select, without saving
+// them, and returns the first few (POST /segments/preview).
+func (c *Client) PreviewSegment(ctx context.Context, criteria []parley.SegmentCriterion) (*parley.SegmentPreview, error) {
+	return do[parley.SegmentPreview](ctx, c, "POST", "/segments/preview",
+		parley.SegmentPreviewRequest{Criteria: parley.Some(parley.Criteria(criteria))})
+}

@@ -328,6 +328,9 @@ func runField(ctx context.Context, args []string, getenv func(string) string, st
 	})
 }
 
+// cliOrigin is the Origin of the admin commands' changes (D18).
+var cliOrigin = parley.Origin{Source: parley.SourceAdmin}
+
 func runSegment(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	verb, rest, err := parseSub(args, "create", "list", "archive")
 	if err != nil {
@@ -372,12 +375,11 @@ func runSegment(ctx context.Context, args []string, getenv func(string) string, 
 			s := &parley.Segment{BrandID: *brand, Name: *name, Type: *typ, Source: *source, Description: *desc,
 				IsActive: !*inactive, IsArchived: *archived, IsPinned: *pinned, ColorID: *color,
 				LTV: *ltv, AverageOrderValue: *aov, AveragePurchaseFrequency: *apf}
-			dec := json.NewDecoder(strings.NewReader(*crit))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&s.Criteria); err != nil {
-				return fmt.Errorf("--criteria: %w", err)
+			// Criteria decode as in the API, naming the criterion at fault.
+			if err := json.Unmarshal([]byte(*crit), &s.Criteria); err != nil {
+				return fmt.Errorf("--criteria: %w", describe(err))
 			}
-			if err := a.Service.CreateSegment(ctx, s); err != nil {
+			if _, err := a.Service.CreateSegment(ctx, cliOrigin, *brand, s); err != nil {
 				return describe(err)
 			}
 			if asJSON {
@@ -400,7 +402,7 @@ func runSegment(ctx context.Context, args []string, getenv func(string) string, 
 			}
 			return tw.Flush()
 		default:
-			if err := a.Service.ArchiveSegment(ctx, *brand, id); err != nil {
+			if _, err := a.Service.ArchiveSegment(ctx, cliOrigin, *brand, id); err != nil {
 				return describe(err)
 			}
 			if asJSON {

@@ -221,6 +221,21 @@ func TestAdminCommands(t *testing.T) {
 	if _, err := runCmd(t, e, "segment", "create", "--brand", id, "--name", "Old", "--archived"); err != nil {
 		t.Fatal(err)
 	}
+	// The CLI shares the API's rules (D15): one service method checks both.
+	const tier = `{"attribute":{"dimension_type":2,"field_name":"loyalty_tier","field_type":3},"and_group_num":0,"str_field_value":"gold",`
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--name", "Weekly", "--type", "WEEKLY"}, "type: must be STANDARD or POINT IN TIME"},
+		{[]string{"--name", "VIPs"}, "Duplicate entry for 'VIPs'"},
+		{[]string{"--name", "Bad", "--criteria", `[` + tier + `"operator_type":"1"}]`}, "criteria[0].operator_type: must be an integer"},
+		{[]string{"--name", "Bad", "--criteria", `[` + tier + `"operator_type":3}]`}, "criteria[0].operator_type: GREATER_THAN does not fit STRING"},
+	} {
+		if _, err := runCmd(t, e, append([]string{"segment", "create", "--brand", id}, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("segment create %v: %v, want %q", c.args, err, c.want)
+		}
+	}
 
 	// Serve and call as the new credential.
 	stdout, _ := startServe(t, dir)

@@ -247,6 +247,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Logger:           cfg.Logger,
 		Webhooks:         a.Service,
 		History:          a.Service,
+		Segments:         a.Service,
 		AdminService:     a.Service,
 		AdminToken:       cfg.AdminToken,
 		Metrics:          a.apiMetrics(),

@@ -23,9 +23,11 @@ type Admin interface {
 	CreateCustomField(ctx context.Context, f *parley.CustomField) error
 	ListCustomFields(ctx context.Context, brandID int64) ([]*parley.CustomField, error)
 	DeleteCustomField(ctx context.Context, brandID, id int64) error
-	CreateSegment(ctx context.Context, s *parley.Segment) error
+	// CreateSegment and ArchiveSegment are parley.SegmentService's: the
+	// admin API, the CLI and v1 share their rules (D15).
+	CreateSegment(ctx context.Context, o parley.Origin, brandID int64, seg *parley.Segment) (*parley.Segment, error)
 	AllSegments(ctx context.Context, brandID int64) ([]*parley.Segment, error)
-	ArchiveSegment(ctx context.Context, brandID, id int64) error
+	ArchiveSegment(ctx context.Context, o parley.Origin, brandID, id int64) (*parley.Segment, error)
 	BrandSettings(ctx context.Context, brandID int64) (*parley.BrandSettings, error)
 	UpdateBrandSettings(ctx context.Context, brandID int64, u parley.BrandSettingsUpdate) (*parley.BrandSettings, error)
 }
@@ -51,6 +53,9 @@ func (s *Server) adminRoutes() []route {
 		{"POST", a + "/brands/{brand_id}/segments/{segment_id}/archive", s.admin(s.adminArchiveSegment)},
 	}
 }
+
+// adminOrigin is the Origin of the admin API's changes (D18).
+var adminOrigin = parley.Origin{Source: parley.SourceAdmin}
 
 type adminHandler func(w http.ResponseWriter, r *http.Request, body []byte) error
 
@@ -259,18 +264,15 @@ func (s *Server) adminCreateSegment(w http.ResponseWriter, r *http.Request, body
 	if err != nil {
 		return err
 	}
-	seg := parley.Segment{Source: "USER_DEFINED", Type: "STANDARD", IsActive: true} // defaults for absent members
+	seg := parley.Segment{Source: parley.SourceUserDefined, Type: parley.SegmentStandard, IsActive: true} // defaults for absent members
 	if err := decodeJSON(body, &seg, nil); err != nil {
 		return err
 	}
-	if seg.ID != 0 {
-		return parley.FieldError(parley.EValidation, "id", "set by the server")
-	}
-	seg.BrandID = id
-	if err := s.AdminService.CreateSegment(r.Context(), &seg); err != nil {
+	out, err := s.AdminService.CreateSegment(r.Context(), adminOrigin, id, &seg)
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, seg)
+	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 
@@ -296,7 +298,7 @@ func (s *Server) adminArchiveSegment(w http.ResponseWriter, r *http.Request, _ [
 	if err != nil {
 		return err
 	}
-	if err := s.AdminService.ArchiveSegment(r.Context(), brandID, id); err != nil {
+	if _, err := s.AdminService.ArchiveSegment(r.Context(), adminOrigin, brandID, id); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "archived": true})

@@ -59,7 +59,7 @@ func cfgIDs(items []map[string]any) []int64 {
 // cfgSegment creates a segment or fails the test.
 func cfgSegment(t *testing.T, e *apitest.Env, s *parley.Segment) *parley.Segment {
 	t.Helper()
-	if err := e.App.Service.CreateSegment(e.Ctx, s); err != nil {
+	if _, err := e.App.Service.CreateSegment(e.Ctx, parley.Origin{}, s.BrandID, s); err != nil {
 		t.Fatalf("CreateSegment %q: %v", s.Name, err)
 	}
 	return s
@@ -208,7 +208,7 @@ func TestListSegments(t *testing.T) {
 	})
 
 	t.Run("ArchivedDisappears", func(t *testing.T) {
-		if err := e.App.Service.ArchiveSegment(e.Ctx, e.BrandA.ID, toArchive.ID); err != nil {
+		if _, err := e.App.Service.ArchiveSegment(e.Ctx, parley.Origin{}, e.BrandA.ID, toArchive.ID); err != nil {
 			t.Fatal(err)
 		}
 		segs, _ := cfgGetList(t, e.A, "/segments")

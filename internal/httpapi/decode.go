@@ -55,7 +55,10 @@ func decodeJSON(body []byte, v any, notAllowed map[string]string) error {
 func decodeError(err error, notAllowed map[string]string) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var pe *parley.Error
 	switch {
+	case errors.As(err, &pe):
+		return pe // a member's own decoder names the fault (parley.Criteria)
 	case errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("request body is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: "))
 	case errors.As(err, &typ):

@@ -44,6 +44,7 @@ var creations = map[string]bool{
 	"POST /api/v1/imports":  true,
 
 	"POST /api/v1/simulator/inbound": true,
+	"POST /api/v1/segments":          true, // D15
 }
 
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -364,7 +365,7 @@ func TestOpenAPIErrors(t *testing.T) {
 		t.Errorf("Error detail.type enum differs from the error table (errors.go statusOf): %s", d)
 	}
 
-	pathIDs := regexp.MustCompile(`\{(user_id|message_id|webhook_id|delivery_id)\}`)
+	pathIDs := regexp.MustCompile(`\{(user_id|message_id|webhook_id|delivery_id|segment_id)\}`)
 	for _, o := range oaOperations(t, doc) {
 		responses, _ := o.op["responses"].(map[string]any)
 		for code, r := range responses {
@@ -403,11 +404,13 @@ func TestOpenAPIErrors(t *testing.T) {
 			want = append(want, "409")
 		case "POST /api/v1/files":
 			want = append(want, "415")
-		case "GET /api/v1/webhooks/{webhook_id}/deliveries":
+		case "GET /api/v1/webhooks/{webhook_id}/deliveries", "GET /api/v1/segments/{segment_id}/users":
 			want = append(want, "422") // limit, cursor
+		case "POST /api/v1/segments", "POST /api/v1/segments/{segment_id}":
+			want = append(want, "409") // name taken (D15)
 		}
-		if strings.Contains(path, "{webhook_id}") {
-			want = append(want, "404") // another brand's or a missing endpoint
+		if strings.Contains(path, "{webhook_id}") || strings.Contains(path, "{segment_id}") {
+			want = append(want, "404") // another brand's or a missing endpoint or segment
 		}
 		switch o.key {
 		case "GET /readyz":
@@ -431,6 +434,7 @@ func TestOpenAPIParameters(t *testing.T) {
 		"webhook_id":  {"type": "integer", "minimum": 1.0}, // pathID
 		"delivery_id": {"type": "integer", "minimum": 1.0}, // pathID
 		"import_id":   {"type": "integer", "minimum": 1.0}, // pathID
+		"segment_id":  {"type": "integer", "minimum": 1.0}, // pathID
 		"file_id":     {"type": "string", "format": "uuid"},
 	}
 	// The query parameters each handler reads, and whether it requires them.
@@ -442,6 +446,7 @@ func TestOpenAPIParameters(t *testing.T) {
 		"GET /api/v1/imports":                          {"limit": false, "cursor": false},
 		"GET /api/v1/users/{user_id}/history":          {"field": false, "limit": false, "cursor": false},
 		"GET /api/v1/users/export":                     {"segment_id": false},
+		"GET /api/v1/segments/{segment_id}/users":      {"limit": false, "cursor": false},
 	}
 	braces := regexp.MustCompile(`\{([^}]*)\}`)
 	for _, o := range oaOperations(t, doc) {
@@ -506,7 +511,8 @@ func TestOpenAPIParameters(t *testing.T) {
 		}
 	}
 	for _, ptr := range []string{"#/paths/~1api~1v1~1messages/get/parameters",
-		"#/paths/~1api~1v1~1webhooks~1{webhook_id}~1deliveries/get/parameters"} {
+		"#/paths/~1api~1v1~1webhooks~1{webhook_id}~1deliveries/get/parameters",
+		"#/paths/~1api~1v1~1segments~1{segment_id}~1users/get/parameters"} {
 		params, ok := jsonPointer(doc, ptr)
 		if !ok {
 			t.Errorf("no %s", ptr)
@@ -725,6 +731,9 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		{"Event", parley.Event{}, parley.Event{}},
 		{"Import", parley.Import{}, parley.Import{}},
 		{"ImportPage", listPage[*parley.Import]{}, listPage[*parley.Import]{}},
+		{"UserPage", listPage[*parley.User]{}, listPage[*parley.User]{}},
+		{"SegmentCount", parley.SegmentCount{}, parley.SegmentCount{}},
+		{"SegmentPreview", parley.SegmentPreview{}, parley.SegmentPreview{}},
 		{"Error", errorBody{Detail: errorDetail{Field: "x"}}, errorBody{}},
 		{"Error/properties/detail", errorDetail{Field: "x"}, errorDetail{}},
 	}
@@ -749,26 +758,33 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 	// (webhook_test.go checks the other answers leave it out).
 	webhook := result{value: parley.Webhook{Secret: "whsec_x"}, zero: parley.Webhook{}}
 	results := map[string]result{
-		"GET /healthz":                        {value: map[string]string{"status": "ok"}},
-		"GET /readyz":                         {value: map[string]string{"status": "ready"}},
-		"GET /metrics":                        {media: "text/plain"},
-		"GET /media/{file_id}":                {media: "*"},
-		"GET /api/v1/openapi.json":            {},
-		"POST /api/v1/users":                  user,
-		"GET /api/v1/users":                   user,
-		"GET /api/v1/users/{user_id}":         user,
-		"POST /api/v1/users/{user_id}":        user,
-		"DELETE /api/v1/users/{user_id}":      user,
-		"GET /api/v1/users/{user_id}/history": {value: listPage[*parley.HistoryEntry]{}},
-		"POST /api/v1/messages":               {value: parley.Message{}},
-		"GET /api/v1/messages":                {value: listPage[*parley.Message]{}},
-		"GET /api/v1/messages/{message_id}":   {value: parley.Message{}},
-		"POST /api/v1/simulator/inbound":      {value: parley.Message{}},
-		"POST /api/v1/files":                  {value: parley.File{}},
-		"GET /api/v1/files/{file_id}":         {value: parley.File{}},
-		"GET /api/v1/segments":                {value: parley.Segment{}, list: true},
-		"GET /api/v1/custom_data":             {value: parley.CustomField{}, list: true},
-		"GET /api/v1/brand":                   {value: parley.Brand{}},
+		"GET /healthz":                            {value: map[string]string{"status": "ok"}},
+		"GET /readyz":                             {value: map[string]string{"status": "ready"}},
+		"GET /metrics":                            {media: "text/plain"},
+		"GET /media/{file_id}":                    {media: "*"},
+		"GET /api/v1/openapi.json":                {},
+		"POST /api/v1/users":                      user,
+		"GET /api/v1/users":                       user,
+		"GET /api/v1/users/{user_id}":             user,
+		"POST /api/v1/users/{user_id}":            user,
+		"DELETE /api/v1/users/{user_id}":          user,
+		"GET /api/v1/users/{user_id}/history":     {value: listPage[*parley.HistoryEntry]{}},
+		"POST /api/v1/messages":                   {value: parley.Message{}},
+		"GET /api/v1/messages":                    {value: listPage[*parley.Message]{}},
+		"GET /api/v1/messages/{message_id}":       {value: parley.Message{}},
+		"POST /api/v1/simulator/inbound":          {value: parley.Message{}},
+		"POST /api/v1/files":                      {value: parley.File{}},
+		"GET /api/v1/files/{file_id}":             {value: parley.File{}},
+		"GET /api/v1/segments":                    {value: parley.Segment{}, list: true},
+		"POST /api/v1/segments":                   {value: parley.Segment{}},
+		"POST /api/v1/segments/preview":           {value: parley.SegmentPreview{}},
+		"GET /api/v1/segments/{segment_id}":       {value: parley.Segment{}},
+		"POST /api/v1/segments/{segment_id}":      {value: parley.Segment{}},
+		"DELETE /api/v1/segments/{segment_id}":    {value: parley.Segment{}},
+		"GET /api/v1/segments/{segment_id}/users": {value: listPage[*parley.User]{}},
+		"GET /api/v1/segments/{segment_id}/count": {value: parley.SegmentCount{}},
+		"GET /api/v1/custom_data":                 {value: parley.CustomField{}, list: true},
+		"GET /api/v1/brand":                       {value: parley.Brand{}},
 
 		"POST /api/v1/webhooks":                                             webhook,
 		"GET /api/v1/webhooks":                                              {value: listPage[*parley.Webhook]{}},
@@ -871,6 +887,9 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		"POST /api/v1/simulator/inbound":     {"SimulatedInbound", reflect.TypeFor[parley.SimulatedInbound](), []string{"from", "body"}},
 		"POST /api/v1/webhooks":              {"WebhookCreate", reflect.TypeFor[parley.WebhookCreate](), []string{"url", "event_types"}},
 		"POST /api/v1/webhooks/{webhook_id}": {"WebhookUpdate", reflect.TypeFor[parley.WebhookUpdate](), nil},
+		"POST /api/v1/segments":              {"SegmentCreate", reflect.TypeFor[parley.SegmentCreate](), []string{"name"}},
+		"POST /api/v1/segments/{segment_id}": {"SegmentUpdate", reflect.TypeFor[parley.SegmentUpdate](), nil},
+		"POST /api/v1/segments/preview":      {"SegmentPreviewRequest", reflect.TypeFor[parley.SegmentPreviewRequest](), nil},
 	}
 	for _, o := range oaOperations(t, doc) {
 		rb, has := o.op["requestBody"]
@@ -1025,6 +1044,36 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 	}
 	if v := at("WebhookPage/properties/data")["maxItems"]; v != float64(parley.MaxWebhooks) {
 		t.Errorf("WebhookPage.data maxItems = %v, want %d", v, parley.MaxWebhooks)
+	}
+	// Segments (D14, D15): the types, limits and read-only members the
+	// service and handlers enforce.
+	segTypes := sortedSlice([]string{parley.SegmentStandard, parley.SegmentPointInTime})
+	for _, ptr := range []string{"Segment", "SegmentCreate", "SegmentUpdate"} {
+		if d := diff(stringSet(at(ptr + "/properties/type")["enum"]), segTypes); d != "" {
+			t.Errorf("%s.type enum: %s", ptr, d)
+		}
+	}
+	for _, ptr := range []string{"SegmentCreate", "SegmentUpdate"} {
+		if v := at(ptr + "/properties/name")["maxLength"]; v != float64(parley.MaxSegmentName) {
+			t.Errorf("%s.name maxLength = %v, want %d", ptr, v, parley.MaxSegmentName)
+		}
+		if v := at(ptr + "/properties/description")["maxLength"]; v != float64(parley.MaxSegmentDescription) {
+			t.Errorf("%s.description maxLength = %v, want %d", ptr, v, parley.MaxSegmentDescription)
+		}
+		props := at(ptr)["properties"].(map[string]any)
+		for name := range segmentReadOnly {
+			if _, ok := props[name]; ok {
+				t.Errorf("%s has %s, which the handlers refuse", ptr, name)
+			}
+		}
+	}
+	for _, ptr := range []string{"SegmentCreate", "SegmentUpdate", "SegmentPreviewRequest"} {
+		if v := at(ptr + "/properties/criteria")["maxItems"]; v != float64(parley.MaxCriteria) {
+			t.Errorf("%s.criteria maxItems = %v, want %d", ptr, v, parley.MaxCriteria)
+		}
+	}
+	if v := at("SegmentPreview/properties/sample")["maxItems"]; v != float64(parley.PreviewSampleSize) {
+		t.Errorf("SegmentPreview.sample maxItems = %v, want %d", v, parley.PreviewSampleSize)
 	}
 	if v := at("MessageCreate/properties/body")["maxLength"]; v != float64(parley.MaxMessageBody) {
 		t.Errorf("MessageCreate.body maxLength = %v, want %d", v, parley.MaxMessageBody)

@@ -56,7 +56,14 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/webhooks/{webhook_id}/test", s.authed(noBody, s.testWebhook)},
 		{"POST", v1 + "/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", s.authed(noBody, s.retryWebhookDelivery)},
 
+		{"POST", v1 + "/segments", s.authed(jsonBody, s.createSegment)},
 		{"GET", v1 + "/segments", s.authed(noBody, s.listSegments)},
+		{"POST", v1 + "/segments/preview", s.authed(jsonBody, s.previewSegment)},
+		{"GET", v1 + "/segments/{segment_id}", s.authed(noBody, s.getSegment)},
+		{"POST", v1 + "/segments/{segment_id}", s.authed(jsonBody, s.updateSegment)},
+		{"DELETE", v1 + "/segments/{segment_id}", s.authed(noBody, s.archiveSegment)},
+		{"GET", v1 + "/segments/{segment_id}/users", s.authed(noBody, s.segmentUsers)},
+		{"GET", v1 + "/segments/{segment_id}/count", s.authed(noBody, s.segmentCount)},
 		{"GET", v1 + "/custom_data", s.authed(noBody, s.listCustomFields)},
 		{"GET", v1 + "/brand", s.authed(noBody, s.getBrand)},
 	}
@@ -100,21 +107,21 @@ func (s *Server) routes(mux *http.ServeMux) {
 		methods := allow[p]
 		slices.Sort(methods)
 		header := strings.Join(methods, ", ")
-		notAllowed := func(w http.ResponseWriter, r *http.Request) {
+		wrong := func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", header)
 			s.writeError(w, r, parley.Errorf(parley.EMethodNotAllowed, "Method %s not allowed; allowed: %s.", r.Method, header))
 		}
 		if !shadows(p, paths) {
-			mux.HandleFunc(p, notAllowed)
+			mux.HandleFunc(p, wrong)
 			continue
 		}
-		// A literal path that a wildcard path also matches (/users/export,
-		// /users/{user_id}) cannot take every method: ServeMux would find
-		// the two patterns in conflict. It takes the usual ones, and any
-		// other method reaches the wildcard path's 405.
+		// A literal path that a wildcard path also matches (/segments/preview
+		// and /segments/{segment_id}) takes its 405s method by method: a
+		// pattern without a method would conflict with the wildcard's
+		// method patterns, and ServeMux refuses such pairs.
 		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"} {
 			if !slices.Contains(methods, m) {
-				mux.HandleFunc(m+" "+p, notAllowed)
+				mux.HandleFunc(m+" "+p, wrong)
 			}
 		}
 	}
@@ -123,17 +130,20 @@ func (s *Server) routes(mux *http.ServeMux) {
 	})
 }
 
-// shadows reports whether another of paths has a wildcard where p has a
-// literal segment and matches p.
+// shadows reports whether another path of the table, one with
+// wildcards, also matches the literal path p.
 func shadows(p string, paths []string) bool {
+	if strings.Contains(p, "{") {
+		return false
+	}
 	ps := strings.Split(p, "/")
 	for _, q := range paths {
 		qs := strings.Split(q, "/")
-		if q == p || len(qs) != len(ps) {
+		if q == p || !strings.Contains(q, "{") || len(qs) != len(ps) {
 			continue
 		}
 		match := true
-		for i := range ps {
+		for i := range qs {
 			if qs[i] != ps[i] && !strings.HasPrefix(qs[i], "{") {
 				match = false
 				break

@@ -79,7 +79,12 @@ func TestRouteWrongMethodIs405(t *testing.T) {
 		{"PUT", "/api/v1/users/1", []string{"DELETE", "GET", "POST"}},
 		{"PUT", "/api/v1/messages", []string{"GET", "POST"}},
 		{"DELETE", "/api/v1/messages/1", []string{"GET"}},
-		{"DELETE", "/api/v1/segments", []string{"GET"}},
+		{"DELETE", "/api/v1/segments", []string{"GET", "POST"}},
+		{"PATCH", "/api/v1/segments/1", []string{"DELETE", "GET", "POST"}},
+		// A literal path beside a wildcard one takes its 405s per method.
+		{"GET", "/api/v1/segments/preview", []string{"POST"}},
+		{"DELETE", "/api/v1/segments/preview", []string{"POST"}},
+		{"PUT", "/api/v1/segments/preview", []string{"POST"}},
 		{"POST", "/api/v1/custom_data", []string{"GET"}},
 		{"PUT", "/api/v1/files", []string{"POST"}},
 		{"POST", "/api/v1/openapi.json", []string{"GET"}},

@@ -43,6 +43,7 @@ type Config struct {
 	Credentials parley.CredentialSource
 	Webhooks    parley.WebhookService
 	History     parley.HistoryService
+	Segments    parley.SegmentService
 	Media       MediaOpener
 	// Simulator serves POST /api/v1/simulator/inbound (D12); nil, as with
 	// every provider but sim, leaves the path out (404).

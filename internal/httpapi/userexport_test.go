@@ -160,7 +160,8 @@ func TestUsersExportRefusals(t *testing.T) {
 	}
 	// A segment of no brand, or of another brand, is not found (D15).
 	other := &parley.Segment{BrandID: e.BrandB.ID, Name: "B's", Type: parley.SegmentStandard}
-	if err := e.App.Service.CreateSegment(e.Ctx, other); err != nil {
+	other, err := e.App.Service.CreateSegment(e.Ctx, parley.Origin{}, e.BrandB.ID, other)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, target := range []string{"/users/export?segment_id=999", "/users/export?segment_id=" + strconv.FormatInt(other.ID, 10)} {
@@ -271,7 +272,8 @@ func TestUsersExportSegment(t *testing.T) {
 	seg := &parley.Segment{BrandID: e.BrandA.ID, Name: "Anns", Type: parley.SegmentStandard, Criteria: []parley.SegmentCriterion{{
 		Attribute:    parley.SegmentAttribute{DimensionType: parley.DimensionContact, FieldName: "first_name", FieldType: parley.CustomString},
 		OperatorType: parley.OpEquals, AndGroupNum: 1, StrFieldValue: &ann}}}
-	if err := e.App.Service.CreateSegment(e.Ctx, seg); err != nil {
+	seg, err := e.App.Service.CreateSegment(e.Ctx, parley.Origin{}, e.BrandA.ID, seg)
+	if err != nil {
 		t.Fatal(err)
 	}
 	resp, err := e.A.Do(e.Ctx, "GET", "/users/export?segment_id="+strconv.FormatInt(seg.ID, 10), nil, "")

@@ -289,41 +289,7 @@ func (s *Service) DeleteCustomField(ctx context.Context, brandID, id int64) erro
 	return err
 }
 
-// CreateSegment configures a segment for the brand. Its criteria must hold
-// (D14: EValidation naming the criterion); a POINT IN TIME segment's
-// members are frozen in the same transaction.
-func (s *Service) CreateSegment(ctx context.Context, seg *parley.Segment) error {
-	if _, err := s.FindBrand(ctx, seg.BrandID); err != nil {
-		return err
-	}
-	if strings.TrimSpace(seg.Name) == "" {
-		return invalid("name", "required")
-	}
-	if err := s.CheckCriteria(ctx, seg.BrandID, 0, seg.Criteria); err != nil {
-		return err
-	}
-	return s.db.WithTx(ctx, func(tx *store.Tx) error {
-		if err := tx.CreateSegment(ctx, seg); err != nil {
-			return err
-		}
-		if seg.Type == parley.SegmentPointInTime {
-			_, err := tx.FreezeSegment(ctx, seg.BrandID, seg.ID)
-			return err
-		}
-		return nil
-	})
-}
-
 // AllSegments returns every segment of the brand, archived and inactive too.
 func (s *Service) AllSegments(ctx context.Context, brandID int64) ([]*parley.Segment, error) {
 	return s.db.ListSegments(ctx, brandID, false)
-}
-
-// ArchiveSegment hides a segment from GET /segments.
-func (s *Service) ArchiveSegment(ctx context.Context, brandID, id int64) error {
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.ArchiveSegment(ctx, brandID, id) })
-	if errors.Is(err, store.ErrNotFound) {
-		return parley.Errorf(parley.ENotFound, "Segment [%d] not found.", id)
-	}
-	return err
 }

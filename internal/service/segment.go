@@ -3,6 +3,9 @@ package service
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/store"
@@ -12,18 +15,26 @@ import (
 // brand's configuration as it is now, then the store answers with one
 // query. The HTTP layer only decodes and encodes.
 
+// scopeReader reads what criteria are checked against: the database, or
+// a transaction that is about to change the brand's segments.
+type scopeReader interface {
+	ListCustomFields(ctx context.Context, brandID int64) ([]*parley.CustomField, error)
+	ListSegments(ctx context.Context, brandID int64, visibleOnly bool) ([]*parley.Segment, error)
+}
+
 // criteriaScope reads what criteria are checked against: the brand's
-// custom data fields and its segments.
-func (s *Service) criteriaScope(ctx context.Context, brandID, self int64) (parley.CriteriaScope, error) {
+// custom data fields and its segments, archived ones too (a segment may
+// name an archived segment; it keeps its meaning).
+func criteriaScope(ctx context.Context, r scopeReader, brandID, self int64) (parley.CriteriaScope, error) {
 	sc := parley.CriteriaScope{Fields: map[string]int64{}, Segments: map[int64]*parley.Segment{}, Self: self}
-	fields, err := s.db.ListCustomFields(ctx, brandID)
+	fields, err := r.ListCustomFields(ctx, brandID)
 	if err != nil {
 		return sc, err
 	}
 	for _, f := range fields {
 		sc.Fields[parley.CustomDataKey(f.FieldName)] = int64(f.CustomDataType)
 	}
-	segs, err := s.db.ListSegments(ctx, brandID, false)
+	segs, err := r.ListSegments(ctx, brandID, false)
 	if err != nil {
 		return sc, err
 	}
@@ -33,15 +44,19 @@ func (s *Service) criteriaScope(ctx context.Context, brandID, self int64) (parle
 	return sc, nil
 }
 
-// CheckCriteria checks criteria for a segment of the brand (self: its id,
-// 0 for a new one or a preview) against D14: an EValidation error that
-// names the criterion's index, or nil.
-func (s *Service) CheckCriteria(ctx context.Context, brandID, self int64, criteria []parley.SegmentCriterion) error {
-	sc, err := s.criteriaScope(ctx, brandID, self)
+func checkCriteria(ctx context.Context, r scopeReader, brandID, self int64, criteria []parley.SegmentCriterion) error {
+	sc, err := criteriaScope(ctx, r, brandID, self)
 	if err != nil {
 		return err
 	}
 	return parley.ValidateCriteria(criteria, sc)
+}
+
+// CheckCriteria checks criteria for a segment of the brand (self: its id,
+// 0 for a new one or a preview) against D14: an EValidation error that
+// names the criterion's index, or nil.
+func (s *Service) CheckCriteria(ctx context.Context, brandID, self int64, criteria []parley.SegmentCriterion) error {
+	return checkCriteria(ctx, s.db, brandID, self, criteria)
 }
 
 // findSegment returns the brand's segment, ESegmentNotFound for an id of
@@ -52,6 +67,202 @@ func (s *Service) findSegment(ctx context.Context, brandID, id int64) (*parley.S
 		return nil, parley.SegmentNotFound(id)
 	}
 	return seg, err
+}
+
+// FindSegment returns the brand's segment, archived or not (GET
+// /segments/{id}). ESegmentNotFound.
+func (s *Service) FindSegment(ctx context.Context, brandID, id int64) (*parley.Segment, error) {
+	return s.findSegment(ctx, brandID, id)
+}
+
+// checkSegment checks and normalises the members of seg that do not
+// depend on the brand: the one set of rules for v1, the admin API and the
+// CLI (D15).
+func checkSegment(seg *parley.Segment) error {
+	seg.Name = strings.TrimSpace(seg.Name)
+	switch {
+	case seg.Name == "":
+		return invalid("name", "required")
+	case utf8.RuneCountInString(seg.Name) > parley.MaxSegmentName:
+		return invalid("name", "at most "+strconv.Itoa(parley.MaxSegmentName)+" characters")
+	case utf8.RuneCountInString(seg.Description) > parley.MaxSegmentDescription:
+		return invalid("description", "at most "+strconv.Itoa(parley.MaxSegmentDescription)+" characters")
+	case seg.ColorID < 0:
+		return invalid("color_id", "must be ≥ 0")
+	}
+	if seg.Type == "" {
+		seg.Type = parley.SegmentStandard
+	}
+	if seg.Type != parley.SegmentStandard && seg.Type != parley.SegmentPointInTime {
+		return invalid("type", "must be STANDARD or POINT IN TIME")
+	}
+	if seg.Source = strings.TrimSpace(seg.Source); seg.Source == "" {
+		seg.Source = parley.SourceUserDefined
+	}
+	if seg.Criteria == nil {
+		seg.Criteria = parley.Criteria{}
+	}
+	return nil
+}
+
+// CreateSegment stores a segment for the brand (POST /segments, the admin
+// API and `parley segment create` alike). Its members and criteria are
+// checked inside the transaction that stores it, under the brand's segment
+// lock, so no two writes can make a cycle together; a POINT IN TIME
+// segment's members are frozen in the same transaction (D14). EValidation,
+// EDuplicate for a name the brand uses (archived segments keep theirs),
+// ENotFound for a missing brand.
+func (s *Service) CreateSegment(ctx context.Context, o parley.Origin, brandID int64, seg *parley.Segment) (*parley.Segment, error) {
+	if _, err := s.FindBrand(ctx, brandID); err != nil {
+		return nil, err
+	}
+	if seg.ID != 0 {
+		return nil, invalid("id", "set by the server")
+	}
+	seg.BrandID = brandID
+	if err := checkSegment(seg); err != nil {
+		return nil, err
+	}
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
+		if err := tx.LockSegments(ctx, brandID); err != nil {
+			return err
+		}
+		if err := checkCriteria(ctx, tx, brandID, 0, seg.Criteria); err != nil {
+			return err
+		}
+		if err := tx.CreateSegment(ctx, seg); err != nil {
+			return err
+		}
+		if seg.Type == parley.SegmentPointInTime {
+			if _, err := tx.FreezeSegment(ctx, brandID, seg.ID); err != nil {
+				return err
+			}
+		}
+		tx.Answer(seg)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return seg, nil
+}
+
+// UpdateSegment changes the members sent (POST /segments/{id}, D4, D15).
+// New criteria, or a new type, are checked again, cycles included.
+// Sending criteria to a POINT IN TIME segment, or making a segment POINT
+// IN TIME, freezes its members as of now; making it STANDARD drops the
+// frozen members. An archived segment may be updated (to free its name,
+// say); it stays archived. ESegmentNotFound, EValidation, EDuplicate.
+func (s *Service) UpdateSegment(ctx context.Context, o parley.Origin, brandID, id int64, in parley.SegmentUpdate) (*parley.Segment, error) {
+	for name, m := range map[string]parley.Optional[struct{}]{
+		"name": presence(in.Name), "type": presence(in.Type), "color_id": presence(in.ColorID),
+		"is_pinned": presence(in.IsPinned), "criteria": presence(in.Criteria),
+	} {
+		if m.Set && !m.Valid {
+			return nil, invalid(name, "must not be null")
+		}
+	}
+	var seg *parley.Segment
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
+		if err := tx.LockSegments(ctx, brandID); err != nil {
+			return err
+		}
+		var err error
+		if seg, err = tx.FindSegment(ctx, brandID, id); errors.Is(err, store.ErrNotFound) {
+			return parley.SegmentNotFound(id)
+		} else if err != nil {
+			return err
+		}
+		wasType := seg.Type
+		if in.Name.Set {
+			seg.Name = in.Name.Value
+		}
+		if in.Description.Set {
+			seg.Description = in.Description.Value // null clears it
+		}
+		if in.Type.Set {
+			seg.Type = in.Type.Value
+			if seg.Type == "" {
+				return invalid("type", "must be STANDARD or POINT IN TIME")
+			}
+		}
+		if in.Criteria.Set {
+			seg.Criteria = in.Criteria.Value
+		}
+		if in.ColorID.Set {
+			seg.ColorID = in.ColorID.Value
+		}
+		if in.IsPinned.Set {
+			seg.IsPinned = in.IsPinned.Value
+		}
+		if err := checkSegment(seg); err != nil {
+			return err
+		}
+		retyped := seg.Type != wasType
+		if in.Criteria.Set || retyped {
+			if err := checkCriteria(ctx, tx, brandID, id, seg.Criteria); err != nil {
+				return err
+			}
+		}
+		if !in.Name.Set && !in.Description.Set && !in.Type.Set && !in.Criteria.Set && !in.ColorID.Set && !in.IsPinned.Set {
+			tx.Answer(seg) // nothing to change: date_last_updated stays
+			return nil
+		}
+		if err := tx.UpdateSegment(ctx, seg); err != nil {
+			return err
+		}
+		switch {
+		case seg.Type == parley.SegmentPointInTime && (in.Criteria.Set || retyped):
+			if _, err := tx.FreezeSegment(ctx, brandID, id); err != nil {
+				return err
+			}
+		case wasType == parley.SegmentPointInTime && retyped:
+			if err := tx.ThawSegment(ctx, brandID, id); err != nil {
+				return err
+			}
+		}
+		tx.Answer(seg)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return seg, nil
+}
+
+// presence keeps only whether an Optional member was sent and non-null.
+func presence[T any](o parley.Optional[T]) parley.Optional[struct{}] {
+	return parley.Optional[struct{}]{Set: o.Set, Valid: o.Valid}
+}
+
+// ArchiveSegment archives the brand's segment and returns it (DELETE
+// /segments/{id}, the admin API, `parley segment archive`). It leaves GET
+// /segments but keeps its name, its members and its meaning for segments
+// that name it. Archiving an archived segment changes nothing.
+// ESegmentNotFound.
+func (s *Service) ArchiveSegment(ctx context.Context, o parley.Origin, brandID, id int64) (*parley.Segment, error) {
+	var seg *parley.Segment
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
+		var err error
+		if seg, err = tx.FindSegment(ctx, brandID, id); errors.Is(err, store.ErrNotFound) {
+			return parley.SegmentNotFound(id)
+		} else if err != nil {
+			return err
+		}
+		if seg.IsArchived {
+			return nil
+		}
+		if err := tx.ArchiveSegment(ctx, brandID, id); err != nil {
+			return err
+		}
+		seg.IsArchived = true
+		seg.DateLastUpdated = parley.Time{Time: tx.Now()}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return seg, nil
 }
 
 // segmentAudience checks a stored segment before it is evaluated: its

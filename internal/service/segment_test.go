@@ -60,11 +60,11 @@ func TestSegmentService(t *testing.T) {
 		}
 	}
 	seg := &parley.Segment{BrandID: brand, Name: "Gold", Type: parley.SegmentStandard, Criteria: []parley.SegmentCriterion{tierIs("GOLD")}}
-	if err := svc.CreateSegment(ctx, seg); err != nil {
+	if _, err := svc.CreateSegment(ctx, parley.Origin{}, seg.BrandID, seg); err != nil {
 		t.Fatal(err)
 	}
 	theirs := &parley.Segment{BrandID: other, Name: "Theirs", Type: parley.SegmentStandard}
-	if err := svc.CreateSegment(ctx, theirs); err != nil {
+	if _, err := svc.CreateSegment(ctx, parley.Origin{}, theirs.BrandID, theirs); err != nil {
 		t.Fatal(err)
 	}
 
@@ -126,7 +126,7 @@ func TestSegmentService(t *testing.T) {
 		wantErr(t, err, parley.EValidation, "criteria[1].operator_type")
 		_, err = svc.PreviewSegment(ctx, brand, []parley.SegmentCriterion{memberOf(theirs.ID)})
 		wantErr(t, err, parley.EValidation, "criteria[0].int_field_value")
-		err = svc.CreateSegment(ctx, &parley.Segment{BrandID: brand, Name: "Bad", Criteria: []parley.SegmentCriterion{memberOf(theirs.ID)}})
+		_, err = svc.CreateSegment(ctx, parley.Origin{}, brand, &parley.Segment{Name: "Bad", Criteria: []parley.SegmentCriterion{memberOf(theirs.ID)}})
 		wantErr(t, err, parley.EValidation, "criteria[0].int_field_value")
 		segs, _ := svc.AllSegments(ctx, brand)
 		if len(segs) != 1 {
@@ -139,7 +139,7 @@ func TestSegmentService(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &parley.Segment{BrandID: other, Name: "Tiered", Criteria: []parley.SegmentCriterion{tierIs("gold")}}
-		if err := svc.CreateSegment(ctx, s); err != nil {
+		if _, err := svc.CreateSegment(ctx, parley.Origin{}, s.BrandID, s); err != nil {
 			t.Fatal(err)
 		}
 		if err := svc.DeleteCustomField(ctx, other, fields[0].ID); err != nil {
@@ -151,7 +151,7 @@ func TestSegmentService(t *testing.T) {
 	t.Run("PointInTimeFrozenOnCreate", func(t *testing.T) {
 		pit := &parley.Segment{BrandID: brand, Name: "Gold then", Type: parley.SegmentPointInTime,
 			Criteria: []parley.SegmentCriterion{tierIs("gold")}}
-		if err := svc.CreateSegment(ctx, pit); err != nil {
+		if _, err := svc.CreateSegment(ctx, parley.Origin{}, pit.BrandID, pit); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := svc.UpdateUser(ctx, parley.Origin{}, brand, gold[0], parley.UserUpdate{UserFields: parley.UserFields{

@@ -38,7 +38,16 @@ func (tx *Tx) CreateCustomField(ctx context.Context, f *parley.CustomField, key 
 
 // ListCustomFields returns the brand's custom data fields, ordered by id.
 func (db *DB) ListCustomFields(ctx context.Context, brandID int64) ([]*parley.CustomField, error) {
-	rows, err := db.query(ctx, `SELECT `+fieldColumns+` FROM custom_fields WHERE brand_id = ? ORDER BY id`, brandID)
+	return listCustomFields(ctx, db, brandID)
+}
+
+// ListCustomFields is DB.ListCustomFields inside the transaction.
+func (tx *Tx) ListCustomFields(ctx context.Context, brandID int64) ([]*parley.CustomField, error) {
+	return listCustomFields(ctx, tx, brandID)
+}
+
+func listCustomFields(ctx context.Context, q querier, brandID int64) ([]*parley.CustomField, error) {
+	rows, err := q.query(ctx, `SELECT `+fieldColumns+` FROM custom_fields WHERE brand_id = ? ORDER BY id`, brandID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list custom fields: %w", err)
 	}
@@ -108,6 +117,66 @@ func (db *DB) ListSegments(ctx context.Context, brandID int64, visibleOnly bool)
 // FindSegment returns a segment of the brand, archived or not, or ErrNotFound.
 func (db *DB) FindSegment(ctx context.Context, brandID, id int64) (*parley.Segment, error) {
 	return findSegment(ctx, db, brandID, id)
+}
+
+// ListSegments is DB.ListSegments inside the transaction.
+func (tx *Tx) ListSegments(ctx context.Context, brandID int64, visibleOnly bool) ([]*parley.Segment, error) {
+	return listSegments(ctx, tx, brandID, visibleOnly)
+}
+
+// FindSegment is DB.FindSegment inside the transaction.
+func (tx *Tx) FindSegment(ctx context.Context, brandID, id int64) (*parley.Segment, error) {
+	return findSegment(ctx, tx, brandID, id)
+}
+
+// LockSegments serialises the transactions that change the brand's
+// segments, so that two updates checked at once cannot together make a
+// cycle of memberships (D14). On PostgreSQL it locks the brand's row FOR NO
+// KEY UPDATE, which, unlike LockBrand's FOR UPDATE, does not hold up the
+// brand's user inserts (their foreign key check takes FOR KEY SHARE). On
+// SQLite the one writer serialises them already.
+func (tx *Tx) LockSegments(ctx context.Context, brandID int64) error {
+	if tx.db.engine != "postgres" {
+		return nil
+	}
+	var id int64
+	if err := tx.queryRow(ctx, `SELECT id FROM brands WHERE id = ? FOR NO KEY UPDATE`, brandID).Scan(&id); err != nil {
+		return fmt.Errorf("store: lock segments: %w", err)
+	}
+	return nil
+}
+
+// UpdateSegment stores the changeable members of s (name, description,
+// type, criteria, color_id, is_pinned) and moves its date_last_updated;
+// ErrNotFound when absent, EDuplicate for a name the brand already uses.
+func (tx *Tx) UpdateSegment(ctx context.Context, s *parley.Segment) error {
+	crit, err := json.Marshal(nonNil(s.Criteria))
+	if err != nil {
+		return err
+	}
+	res, err := tx.exec(ctx, `UPDATE segments SET name = ?, description = ?, type = ?, criteria = ?, color_id = ?,
+	is_pinned = ?, date_last_updated = ? WHERE brand_id = ? AND id = ?`,
+		s.Name, s.Description, s.Type, string(crit), s.ColorID, s.IsPinned, micros(tx.now), s.BrandID, s.ID)
+	if err != nil {
+		if isUniqueViolation(err) {
+			return parley.Errorf(parley.EDuplicate, "Duplicate entry for '%s'", s.Name)
+		}
+		return fmt.Errorf("store: update segment: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	s.DateLastUpdated = parley.Time{Time: tx.now}
+	return nil
+}
+
+// ThawSegment forgets the frozen members of the brand's segment, when it
+// stops being POINT IN TIME.
+func (tx *Tx) ThawSegment(ctx context.Context, brandID, segmentID int64) error {
+	if _, err := tx.exec(ctx, `DELETE FROM segment_members WHERE brand_id = ? AND segment_id = ?`, brandID, segmentID); err != nil {
+		return fmt.Errorf("store: thaw segment: %w", err)
+	}
+	return nil
 }
 
 func findSegment(ctx context.Context, q querier, brandID, id int64) (*parley.Segment, error) {

@@ -38,7 +38,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return bench.ServeTrivial(ctx, addr, stdout)
 	}
 	fs := newFlags("bench")
-	scenario := fs.String("scenario", bench.ScenarioMixed, "create-users, lookup, update, send, mixed (70 % reads, 25 % writes, 5 % sends), or ceiling (a trivial net/http handler; with --self)")
+	scenario := fs.String("scenario", bench.ScenarioMixed, "create-users, lookup, update, send, mixed (70 % reads, 25 % writes, 5 % sends), ceiling (a trivial net/http handler; with --self), or segments (issue #16: seeds --users contacts, default 1,000,000, into a database of its own, then times a segment's count and pages of 100 members in process)")
 	duration := fs.Duration("duration", 20*time.Second, "length of the timed run (seeding users before it is not timed)")
 	concurrency := fs.Int("concurrency", 64, "connections, and so requests in flight at most")
 	rate := fs.Float64("rate", 0, "open loop: requests per second on a fixed schedule, latency counted from each request's due time; 0 runs closed loop (each connection sends when answered)")
@@ -63,6 +63,22 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
+	}
+	if *scenario == bench.ScenarioSegments {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		n := *users
+		if !set["users"] {
+			n = 1000000
+		}
+		res, err := bench.RunSegments(ctx, bench.SegmentOptions{DB: *db, Users: n, Duration: *duration, Progress: stderr})
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return res.WriteJSON(stdout)
+		}
+		return res.WriteText(stdout)
 	}
 	o := bench.Options{Scenario: *scenario, Duration: *duration, Concurrency: *concurrency, Rate: *rate,
 		Users: *users, Hardening: *hardening, NoKeys: !*keys, Deliveries: *deliveries, Progress: stderr, ProgressTTY: isTerminal(stderr)}

@@ -47,6 +47,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
 	keys := fs.Bool("keys", true, "with --hardening: send a fresh Idempotency-Key on every POST (--keys=false measures the server's protections alone)")
 	deliveries := fs.Bool("deliveries", false, "with --scenario send: after the run, wait until every accepted message is delivered and report messages delivered per second and the time to sent, from the server's /metrics")
+	history := fs.Bool("history", false, "creates (create-users, mixed) set messaging_consent and a custom data value, so each writes contact history (D18); the brand needs a STRING field \"tier\" (a --self server's has one)")
+	serverBinary := fs.String("server-binary", "", "with --self: run this parley binary as the server instead of this one (to compare builds)")
 	self := fs.Bool("self", false, "start a server of its own, as a child process on a temporary database, and stop it at the end")
 	db := fs.String("db", "", "with --self: a postgres:// URL, in which the run creates a schema of its own and drops it at the end (default: a temporary SQLite database; PARLEY_DB is not read here, so a run never loads a real database by accident)")
 	urlFlag := stringFlag(fs, getenv, "url", "", "server to load, without --self (default: the dev credentials' URL)")
@@ -81,7 +83,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return res.WriteText(stdout)
 	}
 	o := bench.Options{Scenario: *scenario, Duration: *duration, Concurrency: *concurrency, Rate: *rate,
-		Users: *users, Hardening: *hardening, NoKeys: !*keys, Deliveries: *deliveries, Progress: stderr, ProgressTTY: isTerminal(stderr)}
+		Users: *users, Hardening: *hardening, NoKeys: !*keys, History: *history, Deliveries: *deliveries, Progress: stderr, ProgressTTY: isTerminal(stderr)}
 	if err := o.Check(); err != nil {
 		return err
 	}
@@ -92,7 +94,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		if set["url"] || set["username"] || set["secret"] {
 			return errors.New("bench: --self starts its own server; --url, --username and --secret are for another")
 		}
-		srv, err := bench.StartServer(ctx, bench.ServerOptions{Command: benchChild, DB: *db,
+		child := benchChild
+		if *serverBinary != "" {
+			child = func(args []string) (*exec.Cmd, error) {
+				cmd := exec.Command(*serverBinary, args...)
+				cmd.Env = bench.ChildEnv(os.Environ())
+				return cmd, nil
+			}
+		}
+		srv, err := bench.StartServer(ctx, bench.ServerOptions{Command: child, DB: *db,
 			Trivial: *scenario == bench.ScenarioCeiling, Hardening: *hardening})
 		if err != nil {
 			return err

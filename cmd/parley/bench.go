@@ -38,7 +38,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return bench.ServeTrivial(ctx, addr, stdout)
 	}
 	fs := newFlags("bench")
-	scenario := fs.String("scenario", bench.ScenarioMixed, "create-users, lookup, update, send, mixed (70 % reads, 25 % writes, 5 % sends), or ceiling (a trivial net/http handler; with --self)")
+	scenario := fs.String("scenario", bench.ScenarioMixed, "create-users, lookup, update, send, mixed (70 % reads, 25 % writes, 5 % sends), ceiling (a trivial net/http handler; with --self), or segments (issue #16: seeds --users contacts, default 1,000,000, into a database of its own, then times a segment's count and pages of 100 members in process)")
 	duration := fs.Duration("duration", 20*time.Second, "length of the timed run (seeding users before it is not timed)")
 	concurrency := fs.Int("concurrency", 64, "connections, and so requests in flight at most")
 	rate := fs.Float64("rate", 0, "open loop: requests per second on a fixed schedule, latency counted from each request's due time; 0 runs closed loop (each connection sends when answered)")
@@ -47,6 +47,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
 	keys := fs.Bool("keys", true, "with --hardening: send a fresh Idempotency-Key on every POST (--keys=false measures the server's protections alone)")
 	deliveries := fs.Bool("deliveries", false, "with --scenario send: after the run, wait until every accepted message is delivered and report messages delivered per second and the time to sent, from the server's /metrics")
+	history := fs.Bool("history", false, "creates (create-users, mixed) set messaging_consent and a custom data value, so each writes contact history (D18); the brand needs a STRING field \"tier\" (a --self server's has one)")
+	serverBinary := fs.String("server-binary", "", "with --self: run this parley binary as the server instead of this one (to compare builds)")
 	self := fs.Bool("self", false, "start a server of its own, as a child process on a temporary database, and stop it at the end")
 	db := fs.String("db", "", "with --self: a postgres:// URL, in which the run creates a schema of its own and drops it at the end (default: a temporary SQLite database; PARLEY_DB is not read here, so a run never loads a real database by accident)")
 	urlFlag := stringFlag(fs, getenv, "url", "", "server to load, without --self (default: the dev credentials' URL)")
@@ -64,8 +66,24 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
 	}
+	if *scenario == bench.ScenarioSegments {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		n := *users
+		if !set["users"] {
+			n = 1000000
+		}
+		res, err := bench.RunSegments(ctx, bench.SegmentOptions{DB: *db, Users: n, Duration: *duration, Progress: stderr})
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return res.WriteJSON(stdout)
+		}
+		return res.WriteText(stdout)
+	}
 	o := bench.Options{Scenario: *scenario, Duration: *duration, Concurrency: *concurrency, Rate: *rate,
-		Users: *users, Hardening: *hardening, NoKeys: !*keys, Deliveries: *deliveries, Progress: stderr, ProgressTTY: isTerminal(stderr)}
+		Users: *users, Hardening: *hardening, NoKeys: !*keys, History: *history, Deliveries: *deliveries, Progress: stderr, ProgressTTY: isTerminal(stderr)}
 	if err := o.Check(); err != nil {
 		return err
 	}
@@ -76,7 +94,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		if set["url"] || set["username"] || set["secret"] {
 			return errors.New("bench: --self starts its own server; --url, --username and --secret are for another")
 		}
-		srv, err := bench.StartServer(ctx, bench.ServerOptions{Command: benchChild, DB: *db,
+		child := benchChild
+		if *serverBinary != "" {
+			child = func(args []string) (*exec.Cmd, error) {
+				cmd := exec.Command(*serverBinary, args...)
+				cmd.Env = bench.ChildEnv(os.Environ())
+				return cmd, nil
+			}
+		}
+		srv, err := bench.StartServer(ctx, bench.ServerOptions{Command: child, DB: *db,
 			Trivial: *scenario == bench.ScenarioCeiling, Hardening: *hardening})
 		if err != nil {
 			return err

@@ -57,6 +57,10 @@ type Options struct {
 	// rate from the server's /metrics.
 	Deliveries   bool
 	DeliveryWait time.Duration
+	// History makes every create set messaging_consent and the custom data
+	// value tier, so each writes user_history rows (D18); the brand needs
+	// a STRING field "tier" (a --self server's brand has one).
+	History bool
 	// Server, when the run started its own, is measured too.
 	Server *Server
 	// Progress receives a line a second while the run lasts; nil for none.

@@ -104,7 +104,10 @@ func (w *worker) prepare(o op, index uint64) {
 		b = append(b, `{"phone_number":"`...)
 		b = r.numbers.appendNumber(b, index)
 		b = append(b, `","first_name":"Bench","postal_code":"10001"`...)
-		if o == opSeed {
+		switch {
+		case o == opCreate && r.o.History:
+			b = append(b, `,"messaging_consent":true,"custom_data":{"tier":"gold"}`...)
+		case o == opSeed:
 			b = append(b, `,"messaging_consent":true`...)
 		}
 		b = append(b, '}')

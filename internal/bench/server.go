@@ -204,6 +204,11 @@ func (s *Server) createCredential(ctx context.Context, token string) error {
 	if err := adminCall(ctx, s.URL+"/admin/v1/brands/"+strconv.FormatInt(brand.ID, 10)+"/credentials", token, "", &cred); err != nil {
 		return err
 	}
+	// The custom data field --history's creates set.
+	if err := adminCall(ctx, s.URL+"/admin/v1/brands/"+strconv.FormatInt(brand.ID, 10)+"/custom_data_fields", token,
+		`{"field_name":"tier","custom_data_type":3}`, &struct{}{}); err != nil {
+		return err
+	}
 	if cred.Username == "" || cred.Secret == "" {
 		return errors.New("the admin API returned no credential")
 	}

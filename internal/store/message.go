@@ -202,3 +202,35 @@ func scanMessage(scan func(...any) error) (*parley.Message, error) {
 	setParts(&m)
 	return &m, nil
 }
+
+// InsertMessages stores messages in one statement per chunk, without
+// setting their IDs: bulk seeding (`parley bench --scenario segments`),
+// where one statement per message would take minutes on PostgreSQL. The
+// activity triggers run as for InsertMessage.
+func (tx *Tx) InsertMessages(ctx context.Context, msgs []*parley.Message) error {
+	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	for start := 0; start < len(msgs); start += insertChunk {
+		batch := msgs[start:min(start+insertChunk, len(msgs))]
+		var q strings.Builder
+		q.WriteString(`INSERT INTO messages (brand_id, user_id, direction, status, body,
+	media_item_uuids, type, error_code, error_message, date_created, date_sent, date_delivered) VALUES `)
+		args := make([]any, 0, 12*len(batch))
+		for i, m := range batch {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(row)
+			media, err := json.Marshal(nonNil(m.MediaItemUUIDs))
+			if err != nil {
+				return err
+			}
+			args = append(args, m.BrandID, m.UserID, m.Direction, m.Status, m.Body, string(media), m.Type,
+				toNullString(m.ErrorCode), toNullString(m.ErrorMessage), micros(m.DateCreated.Time),
+				toNullTime(m.DateSent), toNullTime(m.DateDelivered))
+		}
+		if _, err := tx.exec(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("store: insert messages: %w", err)
+		}
+	}
+	return nil
+}

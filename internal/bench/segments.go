@@ -1,0 +1,282 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// ScenarioSegments counts a segment and reads pages of its members over
+// a large brand (issue #16). It is not an HTTP load like the others: it
+// seeds its own database in bulk and measures the segment calls one at a
+// time, through a SegmentTarget.
+const ScenarioSegments = "segments"
+
+// SegmentOptions describe a segments run.
+type SegmentOptions struct {
+	// DB is "" for a temporary SQLite database, or a postgres:// URL in
+	// whose database a schema of the run's own is created and dropped.
+	DB string
+	// Users is how many contacts are seeded (1,000,000 in issue #16).
+	Users    int
+	Duration time.Duration
+	Progress io.Writer
+}
+
+// SegmentTarget is what the scenario measures: a segment's count and one
+// page of its members. The in-process target calls the service, as the
+// v1 handlers do; an HTTP target (GET /api/v1/segments/{id}/count and
+// /users?limit=100&cursor=) needs only these two methods.
+type SegmentTarget interface {
+	Count(ctx context.Context) (int64, error)
+	// Page returns how many users the page after cursor holds and the
+	// next cursor ("" at the end).
+	Page(ctx context.Context, cursor string) (int, string, error)
+}
+
+// SegmentResult is what a segments run measured. Latencies are in ms.
+type SegmentResult struct {
+	Scenario  string  `json:"scenario"`
+	Engine    string  `json:"engine"`
+	Users     int     `json:"users"`
+	Messages  int     `json:"messages"`
+	SeedS     float64 `json:"seed_s"`
+	Criteria  string  `json:"criteria"`
+	Members   int64   `json:"members"`
+	Counts    int     `json:"counts"`
+	Count     Spread  `json:"count_ms"`
+	Pages     int     `json:"pages"`
+	Page      Spread  `json:"page_ms"`
+	BenchCPUS float64 `json:"bench_cpu_s"` // the run's process, the database included on SQLite
+}
+
+// Spread is latency percentiles in ms.
+type Spread struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// segmentCriteria is issue #16's segment: 3 criteria in 2 groups, a
+// contact field, a custom-data field and an activity field:
+// (state_code = MA AND tier = gold) OR an inbound message in the last
+// 30 days.
+func segmentCriteria() []parley.SegmentCriterion {
+	ma, gold, days := "MA", "gold", int64(30)
+	return []parley.SegmentCriterion{
+		{Attribute: parley.SegmentAttribute{DimensionType: parley.DimensionContact, FieldName: "state_code", FieldType: parley.CustomString},
+			OperatorType: parley.OpEquals, StrFieldValue: &ma, AndGroupNum: 0},
+		{Attribute: parley.SegmentAttribute{DimensionType: parley.DimensionCustomData, FieldName: "tier", FieldType: parley.CustomString},
+			OperatorType: parley.OpEquals, StrFieldValue: &gold, AndGroupNum: 0},
+		{Attribute: parley.SegmentAttribute{DimensionType: parley.DimensionActivity, FieldName: "last_inbound_at", FieldType: parley.CustomDate},
+			OperatorType: parley.OpInLastDays, IntFieldValue: &days, AndGroupNum: 1},
+	}
+}
+
+// RunSegments seeds o.Users contacts, creates the segment, then for
+// o.Duration alternates a count and a page of 100 members (walking the
+// pages from the start, and again at the end).
+func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) {
+	if o.Users < 1 {
+		return nil, fmt.Errorf("--users: want at least 1")
+	}
+	dsn := o.DB
+	if dsn == "" {
+		dir, err := os.MkdirTemp("", "parley-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		dsn = "sqlite:" + filepath.Join(dir, "parley.db")
+	} else {
+		schemaDSN, drop, err := freshSchema(ctx, o.DB)
+		if err != nil {
+			return nil, err
+		}
+		defer drop()
+		dsn = schemaDSN
+	}
+	db, err := app.OpenDB(ctx, dsn, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	svc := service.New(db, nil, nil, nil, nil)
+	progress := func(format string, args ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, format, args...)
+		}
+	}
+	res := &SegmentResult{Scenario: ScenarioSegments, Engine: db.Engine(), Users: o.Users}
+	t0 := time.Now()
+	progress("seeding %d contacts…\n", o.Users)
+	target, err := seedSegments(ctx, db, svc, o.Users, res)
+	if err != nil {
+		return nil, fmt.Errorf("seeding: %w", err)
+	}
+	res.SeedS = round(time.Since(t0).Seconds(), 1)
+	progress("seeded in %.1fs; measuring for %s\n", res.SeedS, o.Duration)
+
+	var counts, pages []time.Duration
+	cpu0 := selfCPU()
+	end := time.Now().Add(o.Duration)
+	cursor := ""
+	for time.Now().Before(end) && ctx.Err() == nil {
+		s := time.Now()
+		n, err := target.Count(ctx)
+		if err != nil {
+			return nil, err
+		}
+		counts = append(counts, time.Since(s))
+		res.Members = n
+		s = time.Now()
+		_, next, err := target.Page(ctx, cursor)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, time.Since(s))
+		cursor = next
+	}
+	res.BenchCPUS = round((selfCPU() - cpu0).Seconds(), 2)
+	res.Counts, res.Count = len(counts), spread(counts)
+	res.Pages, res.Page = len(pages), spread(pages)
+	return res, ctx.Err()
+}
+
+func spread(ds []time.Duration) Spread {
+	if len(ds) == 0 {
+		return Spread{}
+	}
+	s := append([]time.Duration(nil), ds...)
+	for i := 1; i < len(s); i++ { // insertion sort: a few hundred samples
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	q := func(p float64) float64 {
+		i := int(p*float64(len(s)) + 0.5)
+		return msf(s[min(max(i-1, 0), len(s)-1)])
+	}
+	return Spread{P50: q(0.50), P95: q(0.95), P99: q(0.99), Max: msf(s[len(s)-1])}
+}
+
+// Seed data: every 7th contact in MA, every 5th "gold", every 10th with
+// an inbound message, spread over the last 60 days (so half of those are
+// within the 30 days of the segment). Members ≈ 1/35 + 1/20 of contacts.
+const (
+	seedBatch = 10000
+	seedDays  = 60
+)
+
+func seedSegments(ctx context.Context, db *store.DB, svc *service.Service, n int, res *SegmentResult) (SegmentTarget, error) {
+	b, err := svc.CreateBrand(ctx, "Bench", "+14155550100")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []*parley.CustomField{
+		{BrandID: b.ID, FieldName: "tier", CustomDataType: parley.CustomString},
+		{BrandID: b.ID, FieldName: "age", CustomDataType: parley.CustomInteger},
+		{BrandID: b.ID, FieldName: "note", CustomDataType: parley.CustomString},
+	} {
+		if err := svc.CreateCustomField(ctx, f); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now().UTC()
+	note := strings.Repeat("x", 100)
+	users := make([]*parley.User, 0, seedBatch)
+	var msgs []*parley.Message
+	for start := 0; start < n; start += seedBatch {
+		users = users[:0]
+		for x := start; x < min(start+seedBatch, n); x++ {
+			state, tier := "CA", "silver"
+			if x%7 == 0 {
+				state = "MA"
+			}
+			if x%5 == 0 {
+				tier = "gold"
+			}
+			// As the API stores it: keys sorted, no spaces (json.Marshal).
+			data, _ := json.Marshal(map[string]any{"tier": tier, "age": x % 80, "note": note})
+			created := parley.Time{Time: now.Add(-time.Duration(n-x) * time.Second)}
+			first := "n" + strconv.Itoa(x)
+			users = append(users, &parley.User{BrandID: b.ID, PhoneNumber: "+1" + strconv.Itoa(2000000000+x),
+				FirstName: &first, Location: &parley.Location{StateCode: &state},
+				CustomData: data, DateCreated: created, DateLastUpdated: created})
+		}
+		err := db.WithTx(ctx, func(tx *store.Tx) error {
+			if err := tx.InsertUsers(ctx, users); err != nil {
+				return err
+			}
+			msgs = msgs[:0]
+			for i, u := range users {
+				if x := start + i; x%10 == 0 && u.ID != 0 {
+					at := parley.Time{Time: now.Add(-time.Duration(x%(seedDays*24)) * time.Hour)}
+					msgs = append(msgs, &parley.Message{BrandID: b.ID, UserID: u.ID, Direction: parley.DirectionInbound,
+						Status: parley.StatusDelivered, Body: "hi", MediaItemUUIDs: []string{}, Type: parley.TypeConversational,
+						DateCreated: at, DateSent: &at, DateDelivered: &at})
+				}
+			}
+			return tx.InsertMessages(ctx, msgs)
+		})
+		if err != nil {
+			return nil, err
+		}
+		res.Messages += len(msgs)
+	}
+	seg := &parley.Segment{BrandID: b.ID, Name: "issue 16", Source: "USER_DEFINED", Type: parley.SegmentStandard,
+		IsActive: true, Criteria: segmentCriteria()}
+	if err := svc.CreateSegment(ctx, seg); err != nil {
+		return nil, err
+	}
+	c, _ := json.Marshal(seg.Criteria)
+	res.Criteria = string(c)
+	return serviceTarget{svc: svc, brand: b.ID, segment: seg.ID}, nil
+}
+
+// serviceTarget calls the service in process, as the v1 handlers do.
+type serviceTarget struct {
+	svc            *service.Service
+	brand, segment int64
+}
+
+func (t serviceTarget) Count(ctx context.Context) (int64, error) {
+	c, err := t.svc.CountSegment(ctx, t.brand, t.segment)
+	if err != nil {
+		return 0, err
+	}
+	return c.Count, nil
+}
+
+func (t serviceTarget) Page(ctx context.Context, cursor string) (int, string, error) {
+	users, next, err := t.svc.SegmentUsers(ctx, t.brand, t.segment, 100, cursor)
+	return len(users), next, err
+}
+
+// WriteText prints r for a person.
+func (r *SegmentResult) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "%s on %s: %d contacts, %d inbound messages (seeded in %.1fs); %d members\n"+
+		"count of the segment (%d runs):  p50 %.1f ms  p95 %.1f ms  p99 %.1f ms  max %.1f ms\n"+
+		"page of 100 members (%d runs):   p50 %.2f ms  p95 %.2f ms  p99 %.2f ms  max %.2f ms\n",
+		r.Scenario, r.Engine, r.Users, r.Messages, r.SeedS, r.Members,
+		r.Counts, r.Count.P50, r.Count.P95, r.Count.P99, r.Count.Max,
+		r.Pages, r.Page.P50, r.Page.P95, r.Page.P99, r.Page.Max)
+	return err
+}
+
+// WriteJSON prints r as one JSON object.
+func (r *SegmentResult) WriteJSON(w io.Writer) error {
+	return json.NewEncoder(w).Encode(r)
+}

@@ -238,7 +238,8 @@ func seedSegments(ctx context.Context, db *store.DB, svc *service.Service, n int
 	}
 	seg := &parley.Segment{BrandID: b.ID, Name: "issue 16", Source: "USER_DEFINED", Type: parley.SegmentStandard,
 		IsActive: true, Criteria: segmentCriteria()}
-	if err := svc.CreateSegment(ctx, seg); err != nil {
+	seg, err = svc.CreateSegment(ctx, parley.Origin{Source: parley.SourceAdmin}, b.ID, seg)
+	if err != nil {
 		return nil, err
 	}
 	c, _ := json.Marshal(seg.Criteria)

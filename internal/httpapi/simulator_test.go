@@ -131,10 +131,15 @@ func TestSimulatorInbound(t *testing.T) {
 		h := authHeaders(e.CredA.Username, e.CredA.Secret, "POST", simPath, b, e.ClientNow())
 		h.Set("Content-Type", "application/json")
 		simMessage(t, authSend(t, e, "POST", simPath, b, h))
-		before := e.State(t)
+		// Counted, not compared with a snapshot: the sim is still delivering
+		// the replies of the texts before, which moves their statuses.
+		stored := func() int {
+			return e.Count(t, "messages WHERE body = 'replayed'")
+		}
+		before := stored()
 		authWant401(t, authSend(t, e, "POST", simPath, b, h))
-		if e.State(t) != before {
-			t.Error("a replayed request stored another message (D2)")
+		if n := stored(); n != before || n != 1 {
+			t.Errorf("%d messages 'replayed' after a copy of the request, want the 1 of the request (D2)", n)
 		}
 	})
 }

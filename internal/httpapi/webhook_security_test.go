@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -156,9 +157,11 @@ func TestWebhookDeliveryErrorRevealsNoAddress(t *testing.T) {
 		if d.Error != want || d.Status != nil || d.Outcome != "retrying" {
 			t.Errorf("%s: delivery %+v, want error %q, no status, retrying", host, d, want)
 		}
+		// The whole log minus its timestamps, which may hold ":53" by chance.
 		resp := mustDo(t, e.A, "GET", "/webhooks/"+itoa(hook.ID)+"/deliveries", nil)
+		log := regexp.MustCompile(`"date_[a-z]+":"[^"]*"`).ReplaceAllString(string(resp.Body), "")
 		for _, leak := range []string{"10.1.2.3", "127.0.0.1", "10.20.30.40", ":53"} {
-			if strings.Contains(string(resp.Body), leak) {
+			if strings.Contains(log, leak) {
 				t.Errorf("%s: the delivery log shows %s: %s", host, leak, resp.Body)
 			}
 		}

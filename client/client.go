@@ -384,29 +384,7 @@ func (c *Client) ArchiveSegment(ctx context.Context, id int64) (*parley.Segment,
 // /segments/{id}/users) and the cursor of the next page ("" after the
 // last). limit 0 means the server's default.
 func (c *Client) SegmentUsers(ctx context.Context, id int64, limit int, cursor string) ([]*parley.User, string, error) {
-	q := url.Values{}
-	if limit != 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
-	path := "/segments/" + strconv.FormatInt(id, 10) + "/users"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	var page struct {
-		Data       []*parley.User `json:"data"`
-		NextCursor *string        `json:"next_cursor"`
-	}
-	if err := c.call(ctx, "GET", path, nil, &page); err != nil {
-		return nil, "", err
-	}
-	next := ""
-	if page.NextCursor != nil {
-		next = *page.NextCursor
-	}
-	return page.Data, next, nil
+	return getPage[*parley.User](ctx, c, "/segments/"+strconv.FormatInt(id, 10)+"/users", url.Values{}, limit, cursor)
 }
 
 // CountSegment counts a segment's users now (GET /segments/{id}/count).

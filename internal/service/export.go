@@ -121,3 +121,42 @@ func cellText(v json.RawMessage) string {
 	}
 	return string(v)
 }
+
+// HistoryColumns is the header of a history export.
+var HistoryColumns = []string{"user_id", "phone_number", "field", "old_value", "new_value", "source", "detail", "message_id", "occurred_at"}
+
+// ExportHistory writes the brand's contact history as CSV — every entry,
+// deleted users' too, by user and oldest first — and returns how many
+// entries it wrote (D18). Values are JSON, as the API shows them: a string
+// starts with its quote, a number is a validated number; the detail is
+// free text, so it is written formula-safe (#15).
+func (s *Service) ExportHistory(ctx context.Context, brandID int64, w io.Writer) (int64, error) {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(HistoryColumns); err != nil {
+		return 0, err
+	}
+	var n int64
+	cells := make([]string, len(HistoryColumns))
+	err := s.db.EachHistory(ctx, brandID, func(e *parley.HistoryEntry, phone string) error {
+		msg := ""
+		if e.MessageID != nil {
+			msg = strconv.FormatInt(*e.MessageID, 10)
+		}
+		cells = append(cells[:0], strconv.FormatInt(e.UserID, 10), phone, e.Field, jsonCell(e.OldValue), jsonCell(e.NewValue),
+			e.Source, parley.FormulaSafe(e.Detail), msg, e.OccurredAt.UTC().Format(parley.TimeFormat))
+		n++
+		return cw.Write(cells)
+	})
+	if err != nil {
+		return n, err
+	}
+	cw.Flush()
+	return n, cw.Error()
+}
+
+func jsonCell(v json.RawMessage) string {
+	if len(v) == 0 {
+		return "null"
+	}
+	return string(v)
+}

@@ -126,6 +126,9 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 	if err != nil {
 		return nil, fmt.Errorf("seeding: %w", err)
 	}
+	if err := db.Analyze(ctx); err != nil {
+		return nil, err
+	}
 	res.SeedS = round(time.Since(t0).Seconds(), 1)
 	progress("seeded in %.1fs; measuring for %s\n", res.SeedS, o.Duration)
 

@@ -58,7 +58,7 @@ func apostrophe(s string, i int) int {
 }
 
 func analyse(s string) *doc {
-	d := &doc{s: s, low: lowerASCII(s), bounds: []int{0}}
+	d := &doc{s: s, low: lowerASCII(s), bounds: make([]int, 1, 4), words: make([]word, 0, len(s)/5+1)}
 	low := d.low
 	for i := 0; i < len(low); {
 		ok, n := wordRune(low, i)
@@ -81,20 +81,7 @@ func analyse(s string) *doc {
 			continue
 		}
 		start := i
-		for i < len(low) {
-			if ok, n := wordRune(low, i); ok {
-				i += n
-				continue
-			}
-			// An inner apostrophe keeps the word going: "i'm", "son's".
-			if a := apostrophe(low, i); a > 0 && i+a < len(low) {
-				if ok, _ := wordRune(low, i+a); ok {
-					i += a
-					continue
-				}
-			}
-			break
-		}
+		i = wordEnd(low, i)
 		w := word{start: start, end: i, w: low[start:i]}
 		if len(w.w) > 0 {
 			w.w = replaceCurly(w.w)
@@ -117,6 +104,25 @@ func analyse(s string) *doc {
 		d.clauses[i] = c
 	}
 	return d
+}
+
+// wordEnd returns the end of the word starting at low[i]. An inner apostrophe
+// keeps the word going: "i'm", "son's".
+func wordEnd(low string, i int) int {
+	for i < len(low) {
+		if ok, n := wordRune(low, i); ok {
+			i += n
+			continue
+		}
+		if a := apostrophe(low, i); a > 0 && i+a < len(low) {
+			if ok, _ := wordRune(low, i+a); ok {
+				i += a
+				continue
+			}
+		}
+		break
+	}
+	return i
 }
 
 func replaceCurly(w string) string {

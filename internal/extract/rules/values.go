@@ -22,9 +22,8 @@ var (
 	numberRE = regexp.MustCompile(`\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?`)
 	emailRE  = regexp.MustCompile(`[a-z0-9._%+\-]+@[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,}`)
 	// Dates in common US forms and ISO 8601.
-	monthDayRE = regexp.MustCompile(`\b(jan|january|feb|february|mar|march|apr|april|may|jun|june|jul|july|aug|august|sep|sept|september|oct|october|nov|november|dec|december)\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4})\b)?`)
-	slashRE    = regexp.MustCompile(`\b(\d{1,2})([/-])(\d{1,2})(?:([/-])(\d{4}|\d{2}))?\b`)
-	isoRE      = regexp.MustCompile(`\b(\d{4})-(\d{1,2})-(\d{1,2})\b`)
+	slashRE = regexp.MustCompile(`\b(\d{1,2})([/-])(\d{1,2})(?:([/-])(\d{4}|\d{2}))?\b`)
+	isoRE   = regexp.MustCompile(`\b(\d{4})-(\d{1,2})-(\d{1,2})\b`)
 )
 
 var months = map[string]int{
@@ -49,6 +48,9 @@ func isAlnum(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'z' || c >= 0x
 func numbers(d *doc) []cand {
 	low := d.low
 	var cs []cand
+	if !strings.ContainsAny(low, "0123456789") {
+		goto words // the regexp costs more than this scan
+	}
 	for _, m := range numberRE.FindAllStringIndex(low, -1) {
 		s, e := m[0], m[1]
 		if s > 0 {
@@ -71,6 +73,7 @@ func numbers(d *doc) []cand {
 		}
 		cs = append(cs, cand{start: s, end: e, val: n})
 	}
+words:
 	for i, w := range d.words {
 		if n, ok := numberWords[w.w]; ok && !w.poss {
 			// "no one" is not a number.
@@ -131,6 +134,9 @@ func number(n string, integer bool) string {
 func dates(d *doc, now time.Time) []cand {
 	low := d.low
 	var cs []cand
+	if !strings.ContainsAny(low, "0123456789") {
+		return nil // every form has digits; the regexps cost more than this scan
+	}
 	add := func(s, e int, y, m, day int, ok bool) {
 		for _, c := range cs {
 			if s < c.end && c.start < e {
@@ -152,14 +158,26 @@ func dates(d *doc, now time.Time) []cand {
 		day, _ := strconv.Atoi(low[m[6]:m[7]])
 		add(m[0], m[1], y, mo, day, true)
 	}
-	for _, m := range monthDayRE.FindAllStringSubmatchIndex(low, -1) {
-		mo := months[low[m[2]:m[3]]]
-		day, _ := strconv.Atoi(low[m[4]:m[5]])
-		y, ok := 0, m[6] >= 0
-		if ok {
-			y, _ = strconv.Atoi(low[m[6]:m[7]])
+	// "March 3, 1990", "Mar. 3rd 1990", by words: cheaper than a regexp.
+	for i := 0; i+1 < len(d.words); i++ {
+		mo, ok := months[d.words[i].w]
+		if !ok || d.words[i].poss || !spaceBetween(low, d.words[i].end, d.words[i+1].start, ".") {
+			continue
 		}
-		add(m[0], m[1], y, mo, day, ok)
+		dw := d.words[i+1]
+		day, rest := leadingInt(dw.w)
+		if rest != "" && rest != "st" && rest != "nd" && rest != "rd" && rest != "th" || day < 0 || dw.end-dw.start-len(rest) > 2 {
+			continue
+		}
+		end, y, hasYear := dw.end, 0, false
+		if i+2 < len(d.words) && spaceBetween(low, dw.end, d.words[i+2].start, ",") {
+			if yw := d.words[i+2].w; len(yw) == 4 {
+				if n, r := leadingInt(yw); r == "" {
+					end, y, hasYear = d.words[i+2].end, n, true
+				}
+			}
+		}
+		add(d.words[i].start, end, y, mo, day, hasYear)
 	}
 	for _, m := range slashRE.FindAllStringSubmatchIndex(low, -1) {
 		s, e := m[0], m[1]
@@ -193,9 +211,41 @@ func dates(d *doc, now time.Time) []cand {
 	return cs
 }
 
+// spaceBetween reports whether low[i:j] is white space with at most one of the
+// punctuation bytes in punct first ("mar. 3", "3, 1990").
+func spaceBetween(low string, i, j int, punct string) bool {
+	if i < j && strings.IndexByte(punct, low[i]) >= 0 {
+		i++
+	}
+	if i == j {
+		return false
+	}
+	for ; i < j; i++ {
+		if low[i] != ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// leadingInt splits w into its leading decimal digits (-1 if none) and the rest.
+func leadingInt(w string) (int, string) {
+	n, i := 0, 0
+	for ; i < len(w) && isDigit(w[i]) && i < 9; i++ {
+		n = n*10 + int(w[i]-'0')
+	}
+	if i == 0 {
+		return -1, w
+	}
+	return n, w[i:]
+}
+
 // emails finds e-mail addresses, as written.
 func emails(d *doc) []cand {
 	var cs []cand
+	if strings.IndexByte(d.low, '@') < 0 {
+		return nil
+	}
 	for _, m := range emailRE.FindAllStringIndex(d.low, -1) {
 		cs = append(cs, cand{start: m[0], end: m[1], val: strconv.Quote(d.s[m[0]:m[1]])})
 	}
@@ -277,15 +327,18 @@ func enumHits(d *doc, enum [][]string, values []string) []cand {
 	return cs
 }
 
-// tokens splits s into the words analyse would find.
+// tokens splits s into the words analyse would find, a trailing "'s" kept.
 func tokens(s string) []string {
-	d := analyse(s)
-	ws := make([]string, len(d.words))
-	for i, w := range d.words {
-		ws[i] = w.w
-		if w.poss {
-			ws[i] += "'s"
+	low := lowerASCII(s)
+	var ws []string
+	for i := 0; i < len(low); {
+		if ok, n := wordRune(low, i); !ok {
+			i += n
+			continue
 		}
+		e := wordEnd(low, i)
+		ws = append(ws, replaceCurly(low[i:e]))
+		i = e
 	}
 	return ws
 }

@@ -25,11 +25,13 @@ var idRows = map[string]string{
 	"webhook_endpoints":  `(brand_id, url, event_types, secret, date_created, date_last_updated) VALUES (%[1]d, 'https://example.com/%[2]d', '["*"]', 'x', 0, 0)`,
 	"webhook_deliveries": `(brand_id, endpoint_id, event_id, event_type, attempt, latency_ms, outcome, date_created) VALUES (%[1]d, %[4]d, 'evt_ids', 'user.created', 1, 0, 'delivered', 0)`,
 	"user_history":       `(brand_id, user_id, field, source, occurred_at) VALUES (%[1]d, %[3]d, 'messaging_consent', 'api', 0)`,
+	// The segment is the one TestIDsNeverReused inserts first, never deleted.
+	"campaigns": `(brand_id, name, segment_id, type, status, send_at, date_created) VALUES (%[1]d, 'C%[2]d', (SELECT min(id) FROM segments WHERE brand_id = %[1]d), 'MARKETING', 'scheduled', 0, 0)`,
 }
 
 // laterTables are the tables of idRows that migrations after 00007 create
 // with AUTOINCREMENT from the start.
-var laterTables = map[string]bool{"user_history": true}
+var laterTables = map[string]bool{"user_history": true, "campaigns": true}
 
 // TestIDsNeverReused: an id once handed out is never handed out again, even
 // after its row, the highest, was deleted (#15). Otherwise a client holding
@@ -56,6 +58,7 @@ func TestIDsNeverReused(t *testing.T) {
 	}
 	user := insert("users", row("users", 0, 0))
 	endpoint := insert("webhook_endpoints", row("webhook_endpoints", 0, 0))
+	insert("segments", row("segments", 0, 0))
 	if _, err := db.Writer().ExecContext(ctx, fmt.Sprintf(`INSERT INTO events (id, brand_id, type, payload, date_created)
 	VALUES ('evt_ids', %d, 'user.created', '{}', 0)`, brand)); err != nil {
 		t.Fatal(err)

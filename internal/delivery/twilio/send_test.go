@@ -377,7 +377,7 @@ func TestSendCanceledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := p.Send(ctx, msg)
-	if de := asDeliveryError(t, err); !de.Temporary || de.Code != "canceled" {
+	if de := asDeliveryError(t, err); !de.Temporary || de.Code != "request_canceled" {
 		t.Errorf("error = %+v", de)
 	}
 	if n := len(f.recorded()); n != 0 {

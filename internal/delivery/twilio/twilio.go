@@ -277,11 +277,14 @@ func apiError(code int, msg string, status int) *delivery.Error {
 	return e
 }
 
+// contextError names a call cut short by its context. Not "canceled": that
+// error_code means a campaign's cancel (D16), and a message failed on its
+// last retry keeps the provider's code.
 func contextError(err error) *delivery.Error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &delivery.Error{Code: "timeout", Message: "timed out calling Twilio", Temporary: true}
 	}
-	return &delivery.Error{Code: "canceled", Message: "call to Twilio canceled", Temporary: true}
+	return &delivery.Error{Code: "request_canceled", Message: "call to Twilio canceled", Temporary: true}
 }
 
 // cause is the innermost useful text of a transport error, without the

@@ -50,6 +50,12 @@ type Message struct {
 	// billed as; 1 with media) are how the body goes on the air (D16).
 	Encoding    string `json:"encoding"`
 	NumSegments int    `json:"num_segments"`
+	// CampaignID is the campaign that sent the message, nil outside
+	// campaigns (D16).
+	CampaignID *int64 `json:"campaign_id"`
+	// ScheduledAt is when a MARKETING message held outside the recipient's
+	// sending window will go (D17); nil unless it was held.
+	ScheduledAt *Time `json:"scheduled_at"`
 }
 
 // MessageCreate is the body of POST /messages.

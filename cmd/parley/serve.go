@@ -44,6 +44,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	pprofAddr := stringFlag(fs, getenv, "pprof-addr", "", "serve Go's /debug/pprof profiles on this address (keep it private; off by default)")
 	rateLimit := stringFlag(fs, getenv, "rate-limit", "100", "requests per second per credential, per node (0 turns limiting off)")
 	rateBurst := stringFlag(fs, getenv, "rate-burst", "200", "requests a credential may send at once")
+	usRules := boolFlag(fs, getenv, "us-sending-rules", true, "hold MARKETING messages to the US quiet hours as well as each brand's sending window (D17)")
 	replay := boolFlag(fs, getenv, "replay-protection", true, "reject a signed write sent twice (only benchmarks should turn it off)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -100,6 +101,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("--rate-burst: want a positive number")
 	}
 	cfg.NoReplayProtection = !*replay
+	cfg.NoUSSendingRules = !*usRules
 	cfg.Twilio = app.TwilioConfig{AccountSID: *twSID, AuthToken: *twToken, MessagingServiceSID: *twService}
 	logger, err := newLogger(*logFormat, stderr)
 	if err != nil {

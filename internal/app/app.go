@@ -103,6 +103,9 @@ type Config struct {
 	// NoReplayProtection accepts a signed write again within the clock
 	// skew window (D2): benchmarks and tests that resend identical requests.
 	NoReplayProtection bool
+	// NoUSSendingRules leaves only the brands' sending windows on MARKETING
+	// messages, without the US rules (D17: --us-sending-rules=false).
+	NoUSSendingRules bool
 	// SimDelay is how long the sim provider takes to report delivery; 0
 	// means 500 ms, a negative value means at once.
 	SimDelay time.Duration
@@ -219,6 +222,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.Service.SetDelivery(a.Provider, cfg.PublicURL, a.Metrics, cfg.Logger)
 	a.Service.SetWebhooks(cfg.WebhookAllowPrivate, a.Metrics)
+	a.Service.SetUSSendingRules(!cfg.NoUSSendingRules)
 
 	var wc *jobs.WorkerConfig
 	if cfg.Role != "api" {

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -94,13 +95,27 @@ type WorkerConfig struct {
 	Logger       *slog.Logger
 }
 
+// Held is what a Deliverer returns to put a message off until a later
+// time (the sending window of D17): the job is snoozed for Wait, which
+// uses no attempt, instead of failing and being retried.
+type Held struct {
+	Until time.Time     // when the message may go
+	Wait  time.Duration // how long from now, by the Deliverer's clock
+}
+
+func (h *Held) Error() string { return "message held until " + h.Until.UTC().Format(time.RFC3339) }
+
 type deliverWorker struct {
 	river.WorkerDefaults[DeliverMessageArgs]
 	d Deliverer
 }
 
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverMessageArgs]) error {
-	return w.d.Deliver(ctx, job.Args.BrandID, job.Args.MessageID, job.Attempt, job.Attempt >= job.MaxAttempts)
+	err := w.d.Deliver(ctx, job.Args.BrandID, job.Args.MessageID, job.Attempt, job.Attempt >= job.MaxAttempts)
+	if h, ok := errors.AsType[*Held](err); ok {
+		return river.JobSnooze(max(h.Wait, 0))
+	}
+	return err
 }
 
 // Timeout bounds one attempt, provider call included.

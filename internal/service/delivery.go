@@ -3,13 +3,16 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/delivery"
+	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/phone"
+	"github.com/parleyhq/parley/internal/sendwindow"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -19,6 +22,11 @@ const (
 	CodeRecipientGone  = "recipient_not_found"
 	CodeOutcomeUnknown = "send_outcome_unknown"
 	CodeMediaGone      = "media_unavailable"
+	// D17: a MARKETING message over its recipient's frequency cap, or
+	// whose sending window never opens (e.g. a brand window of 22:00–02:00
+	// under the US rules), fails with these instead of waiting forever.
+	CodeFrequencyCapped = "frequency_capped"
+	CodeOutsideWindow   = "outside_sending_window"
 )
 
 // Idempotent is implemented by providers that accept a message at most once
@@ -68,6 +76,11 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 		// D8: consent false at dispatch → failed, provider not called.
 		log.Info("delivery attempt", "outcome", "failed", "error_code", CodeUnsubscribed)
 		return s.fail(ctx, brandID, messageID, CodeUnsubscribed, "The recipient has opted out of messages.")
+	}
+	if d.Message.Type == parley.TypeMarketing {
+		if done, err := s.gateMarketing(ctx, log, brandID, d); done || err != nil {
+			return err
+		}
 	}
 	idempotent := isIdempotent(s.provider)
 	if d.SendingAt != nil && !idempotent {
@@ -149,6 +162,64 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 		s.metrics.Retry()
 	}
 	return err
+}
+
+// SetUSSendingRules turns the US rules of D17 on (the default) or off; the
+// brand's sending window applies either way.
+func (s *Service) SetUSSendingRules(on bool) { s.usSendingRules = on }
+
+// gateMarketing applies D17 to a MARKETING message at dispatch. Outside the
+// recipient's sending window it records the next opening in scheduled_at
+// and returns a *jobs.Held, which the worker turns into a snooze; the
+// message stays queued and scheduled_at keeps that value once sent. A
+// window that never opens, or a recipient at the brand's frequency cap,
+// fails the message. done says the attempt ends here.
+//
+// The cap is checked after the window, when the message is about to go,
+// so messages sent while it was held count. Two of a recipient's messages
+// dispatched at the same instant may both pass it: the count is not locked.
+func (s *Service) gateMarketing(ctx context.Context, log *slog.Logger, brandID int64, d *store.Delivery) (done bool, err error) {
+	id := d.Message.ID
+	set, err := s.db.BrandSettings(ctx, brandID)
+	if err != nil {
+		return false, err
+	}
+	w, err := sendwindow.ParseWindow(set.SendingWindow.Start, set.SendingWindow.End)
+	if err != nil {
+		return false, err // settings are checked when saved: not the message's fault
+	}
+	now := s.db.Now()
+	zones := sendwindow.Zones(d.ZipZone, d.To, set.TimeZone)
+	open, err := sendwindow.NextOpening(now, zones, sendwindow.State(d.StateCode, d.To), w, s.usSendingRules)
+	switch {
+	case errors.Is(err, sendwindow.ErrNoOpening):
+		log.Info("delivery attempt", "outcome", "failed", "error_code", CodeOutsideWindow)
+		return true, s.fail(ctx, brandID, id, CodeOutsideWindow, "The sending window never opens in the recipient's local time.")
+	case err != nil:
+		return false, err
+	case open.After(now):
+		var held bool
+		if err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+			held, err = tx.HoldMessage(ctx, brandID, id, open)
+			return err
+		}); err != nil || !held {
+			return true, err
+		}
+		log.Info("delivery attempt", "outcome", "held", "scheduled_at", open)
+		return true, &jobs.Held{Until: open, Wait: open.Sub(now)}
+	}
+	if c := set.FrequencyCap; c != nil {
+		n, err := s.db.CountMarketingSent(ctx, brandID, d.Message.UserID, now.Add(-time.Duration(c.PerHours)*time.Hour))
+		if err != nil {
+			return false, err
+		}
+		if n >= c.MaxMessages {
+			log.Info("delivery attempt", "outcome", "failed", "error_code", CodeFrequencyCapped)
+			return true, s.fail(ctx, brandID, id, CodeFrequencyCapped, fmt.Sprintf(
+				"The recipient already got %d marketing messages in the last %d hours (the brand's frequency cap).", n, c.PerHours))
+		}
+	}
+	return false, nil
 }
 
 func isIdempotent(p delivery.Provider) bool {

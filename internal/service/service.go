@@ -73,6 +73,9 @@ type Service struct {
 	publicURL string
 	metrics   DeliveryMetrics
 	logger    *slog.Logger
+	// usSendingRules intersects brands' sending windows with the US rules
+	// (D17); on unless the server runs with --us-sending-rules=false.
+	usSendingRules bool
 
 	webhookAllowPrivate bool
 	webhookClient       *http.Client
@@ -84,13 +87,14 @@ type Service struct {
 func New(db *store.DB, queue Enqueuer, bucket *blob.Bucket, box *secretbox.Box, mediaKey []byte) *Service {
 	return &Service{
 		db: db, queue: queue, blob: bucket, box: box,
-		mediaKey:      mediaKey,
-		PhoneMode:     phone.Strict,
-		MaxFileSize:   DefaultMaxFileSize,
-		CredentialTTL: 10 * time.Second,
-		creds:         make(map[string]cachedCredential),
-		logger:        slog.New(slog.DiscardHandler),
-		webhookClient: webhook.Client(false),
+		mediaKey:       mediaKey,
+		PhoneMode:      phone.Strict,
+		MaxFileSize:    DefaultMaxFileSize,
+		CredentialTTL:  10 * time.Second,
+		creds:          make(map[string]cachedCredential),
+		logger:         slog.New(slog.DiscardHandler),
+		webhookClient:  webhook.Client(false),
+		usSendingRules: true,
 	}
 }
 

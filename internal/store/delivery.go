@@ -21,10 +21,14 @@ type Delivery struct {
 	SendingAt        *time.Time
 	Provider         string
 	ProviderID       string
+	// ZipZone (location.time_zone) and StateCode are the recipient's, ""
+	// when unknown: where the sending window is measured (D17).
+	ZipZone, StateCode string
 }
 
 var qFindDelivery = `SELECT ` + prefixed("m.", messageColumns) + `,
-	u.phone_number, u.is_deleted, u.messaging_consent, b.phone_number, m.sending_at, m.provider, m.provider_id
+	u.phone_number, u.is_deleted, u.messaging_consent, b.phone_number, m.sending_at, m.provider, m.provider_id,
+	COALESCE(u.time_zone, ''), COALESCE(u.state_code, '')
 	FROM messages m JOIN users u ON u.id = m.user_id JOIN brands b ON b.id = m.brand_id
 	WHERE m.brand_id = ? AND m.id = ?`
 
@@ -36,7 +40,8 @@ func (db *DB) FindDelivery(ctx context.Context, brandID, messageID int64) (*Deli
 	var sending sql.NullInt64
 	var provider, providerID sql.NullString
 	m, err := scanMessage(func(dest ...any) error {
-		return row.Scan(append(dest, &d.To, &d.RecipientDeleted, &consent, &d.From, &sending, &provider, &providerID)...)
+		return row.Scan(append(dest, &d.To, &d.RecipientDeleted, &consent, &d.From, &sending, &provider, &providerID,
+			&d.ZipZone, &d.StateCode)...)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -51,6 +56,33 @@ func (db *DB) FindDelivery(ctx context.Context, brandID, messageID int64) (*Deli
 	}
 	d.Provider, d.ProviderID = provider.String, providerID.String
 	return &d, nil
+}
+
+// HoldMessage records when a queued message held outside its recipient's
+// sending window will go (D17); false when it is no longer queued.
+func (tx *Tx) HoldMessage(ctx context.Context, brandID, messageID int64, until time.Time) (bool, error) {
+	res, err := tx.exec(ctx, `UPDATE messages SET scheduled_at = ? WHERE brand_id = ? AND id = ? AND status = 'queued'`,
+		micros(until), brandID, messageID)
+	if err != nil {
+		return false, fmt.Errorf("store: hold message: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// CountMarketingSent counts the MARKETING messages handed to the provider
+// for a user (sent, delivered or undelivered) with date_sent at or after
+// since: what a frequency cap bounds (D17). messages_brand_user_id narrows
+// the scan to the user's messages.
+func (db *DB) CountMarketingSent(ctx context.Context, brandID, userID int64, since time.Time) (int, error) {
+	var n int
+	err := db.queryRow(ctx, `SELECT count(*) FROM messages WHERE brand_id = ? AND user_id = ? AND direction = 'outbound'
+	AND type = 'MARKETING' AND status IN ('sent', 'delivered', 'undelivered') AND date_sent >= ?`,
+		brandID, userID, micros(since)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: count marketing sent: %w", err)
+	}
+	return n, nil
 }
 
 func prefixed(prefix, columns string) string {

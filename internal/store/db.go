@@ -38,6 +38,8 @@ var migrations embed.FS
 
 // DB is a handle on Parley's database.
 type DB struct {
+	// splitMinIDs, when not 0, replaces the const of countSplit (tests).
+	splitMinIDs int64
 	// write runs every transaction. On SQLite it holds a single connection:
 	// SQLite has one writer at a time, and queueing in the pool is cheaper than
 	// retrying SQLITE_BUSY.

@@ -14,6 +14,10 @@ var (
 	QueryInsertMessageTo = qInsertMessageToUser
 )
 
+// SplitCounts makes every SQLite count of an audience run in 3 parts of
+// ids at once when its brand's ids span minIDs or more.
+func (db *DB) SplitCounts(minIDs int64) { db.splitMinIDs = minIDs }
+
 // Rebind is rebind, for the test of plans.
 func (db *DB) Rebind(q string) string { return db.rebind(q) }
 

@@ -393,6 +393,25 @@ func TestSegmentCriteria(t *testing.T) {
 	}
 }
 
+// TestSegmentCriteriaSplitCount runs the cases with every SQLite count
+// split in parts of ids (countSplit): the parts must add up to the pages.
+func TestSegmentCriteriaSplitCount(t *testing.T) {
+	t.Parallel()
+	f := mustSegFixture(t)
+	f.db.SplitCounts(1)
+	for _, tt := range segCases {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := f.members(t, store.Audience{Criteria: tt.criteria})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := strings.Join(got, " "); g != tt.want {
+				t.Errorf("members %q, want %q", g, tt.want)
+			}
+		})
+	}
+}
+
 func mustSegment(t *testing.T, f *segFixture, brand int64, typ string, criteria ...parley.SegmentCriterion) int64 {
 	t.Helper()
 	s := &parley.Segment{BrandID: brand, Name: "s" + time.Now().Format("150405.000000000"), Type: typ, IsActive: true, Criteria: criteria}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -84,6 +86,9 @@ type field struct {
 	hasItem func(w *sqlw, item string)
 	// monthDay, given present, is the DATE's 'MM-DD'.
 	monthDay expr
+	// doc, for a custom-data field on SQLite, is the row's JSON text, for
+	// textPrefilter.
+	doc expr
 }
 
 // compiler turns criteria into one expression for an engine.
@@ -215,7 +220,11 @@ func (c *compiler) customField(key string, typ int64) field {
 	case parley.CustomInteger, parley.CustomFloat:
 		return field{typ: typ, present: pre(number...), value: num}
 	case parley.CustomString:
-		return field{typ: typ, present: pre(str), value: c.lower(jtext), raw: jtext}
+		f := field{typ: typ, present: pre(str), value: c.lower(jtext), raw: jtext}
+		if !c.pg {
+			f.doc = lit("u.custom_data")
+		}
+		return f
 	case parley.CustomBoolean:
 		// "true"/"false" in any case, or 1/0 (D6).
 		lowered := c.lower(jtext)
@@ -276,6 +285,25 @@ func (c *compiler) customField(key string, typ int64) field {
 	return field{}
 }
 
+// textPrefilter writes a test that is true of every row whose custom-data
+// string equals, contains or starts with s (ignoring ASCII case), and
+// cheap enough to run before the JSON is parsed: the row's JSON text holds
+// s as it is (SQLite's LIKE folds ASCII case only, as D14 does), or it
+// holds an escape, after which the string's bytes may differ from the
+// text's. A JSON string without a backslash in the text is its bytes, so
+// a row the test rejects can never match; the JSON is parsed only on the
+// rows it lets through (issue #16: a count of tier = gold parses 1 row in
+// 5 instead of every row; 430 → 356 ms of CPU with the scan below).
+func textPrefilter(w *sqlw, doc expr, s string) {
+	w.s("(")
+	doc(w)
+	w.s(" LIKE ").a("%" + likeEscaper.Replace(s) + "%").s(` ESCAPE '\' OR `)
+	doc(w)
+	w.s(` GLOB '*\*')`) // GLOB skips to a character with strcspn: cheaper than instr
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
 // parseNumber reads a LIST item criterion as a number, so [1, 2] has "2".
 func parseNumber(s string) (float64, bool) {
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
@@ -321,7 +349,21 @@ func (c *compiler) criterion(w *sqlw, i int, cr *parley.SegmentCriterion) error 
 		w.s("NOT ")
 		op-- // the negation of EQUALS, CONTAINS
 	}
+	if !c.pg && op == parley.OpEquals && f.typ == parley.CustomString && f.doc == nil && f.raw != nil &&
+		cr.StrFieldValue != nil && *cr.StrFieldValue != "" {
+		// A contact column equal to a value that is not "": IS is
+		// two-valued, and a column equal to it is neither null nor "", so
+		// one test does the work of three (−10 % of issue #16's count).
+		w.s("(")
+		f.raw(w)
+		w.s(" IS ").a(*cr.StrFieldValue).s(" COLLATE NOCASE)")
+		return nil
+	}
 	w.s("(")
+	if f.doc != nil && cr.StrFieldValue != nil && (op == parley.OpEquals || op == parley.OpContains || op == parley.OpStartsWith) {
+		textPrefilter(w, f.doc, *cr.StrFieldValue)
+		w.s(" AND ")
+	}
 	f.present(w)
 	w.s(" AND ")
 	if err := c.compare(w, at, f, op, cr); err != nil {
@@ -693,9 +735,72 @@ func (db *DB) CountAudience(ctx context.Context, brandID int64, a Audience) (int
 	if err != nil {
 		return 0, err
 	}
+	if db.engine == "sqlite" {
+		return db.countSplit(ctx, brandID, where, args)
+	}
 	var n int64
 	if err := db.queryRow(ctx, `SELECT count(*) FROM users u WHERE `+where, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: count audience: %w", err)
+	}
+	return n, nil
+}
+
+// splitMinIDs is the span of ids under which an SQLite count runs as one
+// query: below it, starting the parts costs more than it saves.
+const splitMinIDs = 100_000
+
+// countSplit counts on SQLite as PostgreSQL does with a parallel scan: a
+// brand whose live users span many ids is counted in GOMAXPROCS ranges of
+// ids at once, each on a reader connection of its own, and the parts
+// summed. One SQLite query runs on one core; at 1,000,000 contacts a count
+// of 3 criteria takes ≈ 450 ms of CPU (issue #16). The ranges do not
+// overlap, so no user is counted twice; each part reads its own snapshot,
+// so a count that races with writes may see some of them and not others,
+// as any count taken a moment earlier or later would.
+func (db *DB) countSplit(ctx context.Context, brandID int64, where string, args []any) (int64, error) {
+	var lo, hi sql.NullInt64
+	if err := db.queryRow(ctx, `SELECT (SELECT min(id) FROM users WHERE brand_id = ? AND is_deleted = FALSE),
+	(SELECT max(id) FROM users WHERE brand_id = ? AND is_deleted = FALSE)`, brandID, brandID).Scan(&lo, &hi); err != nil {
+		return 0, fmt.Errorf("store: count audience: %w", err)
+	}
+	if !lo.Valid {
+		return 0, nil // no live users
+	}
+	parts, minIDs := min(runtime.GOMAXPROCS(0), 8), int64(splitMinIDs)
+	if db.splitMinIDs != 0 {
+		parts, minIDs = 3, db.splitMinIDs
+	}
+	if hi.Int64-lo.Int64 < minIDs {
+		parts = 1
+	}
+	// The bounds also let the planner read the table itself by rowid
+	// between them (when the statistics say the brand owns most of the
+	// rows there), instead of walking users_brand_live_id and seeking every
+	// row: ≈ 500 → 430 ms of CPU at 1,000,000 contacts in one part.
+	q := `SELECT count(*) FROM users u WHERE ` + where + ` AND u.id >= ? AND u.id < ?`
+	step := (hi.Int64 - lo.Int64 + int64(parts)) / int64(parts)
+	counts := make([]int64, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for i := range parts {
+		from := lo.Int64 + int64(i)*step
+		to := from + step
+		if i == parts-1 {
+			to = hi.Int64 + 1
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = db.queryRow(ctx, q, append(slices.Clip(args), from, to)...).Scan(&counts[i])
+		}()
+	}
+	wg.Wait()
+	var n int64
+	for i := range parts {
+		if errs[i] != nil {
+			return 0, fmt.Errorf("store: count audience: %w", errs[i])
+		}
+		n += counts[i]
 	}
 	return n, nil
 }

@@ -68,16 +68,7 @@ func (db *DB) ListCampaigns(ctx context.Context, brandID, beforeID int64, limit 
 	if err != nil {
 		return nil, fmt.Errorf("store: list campaigns: %w", err)
 	}
-	defer rows.Close()
-	out := []*parley.Campaign{}
-	for rows.Next() {
-		c, err := scanCampaign(rows.Scan)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return collect(rows, scanCampaign)
 }
 
 func scanCampaign(scan func(...any) error) (*parley.Campaign, error) {

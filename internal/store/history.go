@@ -73,16 +73,7 @@ func (db *DB) ListHistory(ctx context.Context, brandID, userID int64, field stri
 	if err != nil {
 		return nil, fmt.Errorf("store: history: %w", err)
 	}
-	defer rows.Close()
-	var out []*parley.HistoryEntry
-	for rows.Next() {
-		e, err := scanHistory(rows.Scan)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return collect(rows, scanHistory)
 }
 
 // EachHistory calls fn with every history entry of the brand, deleted

@@ -168,16 +168,7 @@ func (db *DB) ListMessages(ctx context.Context, brandID, userID, beforeID int64,
 	if err != nil {
 		return nil, fmt.Errorf("store: list messages: %w", err)
 	}
-	defer rows.Close()
-	out := []*parley.Message{}
-	for rows.Next() {
-		m, err := scanMessage(rows.Scan)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return collect(rows, scanMessage)
 }
 
 func scanMessage(scan func(...any) error) (*parley.Message, error) {

@@ -91,3 +91,18 @@ func toNullBool(b *bool) sql.NullBool {
 	}
 	return sql.NullBool{Bool: *b, Valid: true}
 }
+
+// collect scans every row with scan and closes rows; the result is never
+// nil, so a list answers [] rather than null.
+func collect[T any](rows *sql.Rows, scan func(func(...any) error) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows.Scan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

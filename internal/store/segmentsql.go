@@ -839,16 +839,7 @@ func (db *DB) AudienceUsers(ctx context.Context, brandID int64, a Audience, afte
 	if err != nil {
 		return nil, fmt.Errorf("store: audience users: %w", err)
 	}
-	defer rows.Close()
-	out := []*parley.User{}
-	for rows.Next() {
-		u, err := scanUserFrom(rows.Scan)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return collect(rows, scanUserFrom)
 }
 
 // FreezeSegment stores the current members of the brand's segment as its

@@ -292,16 +292,14 @@ func (s *Service) setConsent(ctx context.Context, tx *store.Tx, brandID, userID 
 	if u.MessagingConsent != nil && *u.MessagingConsent == value {
 		return nil
 	}
-	prev, err := tx.SetUserConsent(ctx, brandID, userID, &value)
-	if err != nil {
+	prev := u.MessagingConsent
+	u.MessagingConsent, u.DateLastUpdated = &value, parley.Time{Time: tx.Now()}
+	if err := tx.UpdateUser(ctx, u); err != nil {
 		return err
 	}
 	e := parley.HistoryEntry{UserID: userID, Field: parley.HistoryFieldConsent, OldValue: boolJSON(prev), NewValue: boolJSON(&value),
 		Source: source, Detail: detail, MessageID: &messageID}
 	if err := tx.InsertHistory(ctx, brandID, []parley.HistoryEntry{e}); err != nil {
-		return err
-	}
-	if u, err = tx.FindUserByID(ctx, brandID, userID); err != nil {
 		return err
 	}
 	return s.emit(ctx, tx, brandID, consentEvent(value), u)

@@ -288,19 +288,6 @@ func (db *DB) FindBrandReplies(ctx context.Context, id int64) (BrandReplies, err
 	return r, err
 }
 
-// SetUserConsent changes a user's messaging_consent and returns the value it
-// had; the caller records the consent event.
-func (tx *Tx) SetUserConsent(ctx context.Context, brandID, userID int64, value *bool) (*bool, error) {
-	u, err := tx.FindUserByID(ctx, brandID, userID)
-	if err != nil {
-		return nil, err
-	}
-	prev := u.MessagingConsent
-	u.MessagingConsent = value
-	u.DateLastUpdated = parley.Time{Time: tx.now}
-	return prev, tx.UpdateUser(ctx, u)
-}
-
 // ClearSending records that a provider call ended without the provider
 // taking the message, so a retry may call it again.
 func (tx *Tx) ClearSending(ctx context.Context, brandID, messageID int64) error {

@@ -38,6 +38,8 @@ const (
 	// maxCampaignAttempts bounds the provider calls for one message that
 	// fail temporarily, as DeliverMessageArgs does for single messages.
 	maxCampaignAttempts = 10
+	// claimPoll is how often a sender looks again at claims in flight.
+	claimPoll = 100 * time.Millisecond
 	// batchSendConcurrency bounds the calls in flight for a provider that
 	// takes one message per call (Twilio).
 	batchSendConcurrency = 16
@@ -385,7 +387,9 @@ func (s *Service) campaignIdle(ctx context.Context, tx *store.Tx, c *parley.Camp
 	}
 	wait := time.Duration(0)
 	if q.Claimed > 0 {
-		wait = q.OldestClaim.Add(s.staleClaimAge()).Sub(now)
+		// Claims in flight: another sender's batch, which will be written
+		// in a moment, or a dead sender's, stale at the latest then.
+		wait = min(q.OldestClaim.Add(s.staleClaimAge()).Sub(now), claimPoll)
 	}
 	if sending && !q.NextHeld.IsZero() && (wait == 0 || q.NextHeld.Sub(now) < wait) {
 		wait = q.NextHeld.Sub(now)

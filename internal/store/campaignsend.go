@@ -50,15 +50,19 @@ type CampaignRecipient struct {
 	ZipZone, StateCode string
 }
 
-// claimSkipLocked is appended to the claim's inner SELECT on PostgreSQL:
+// claimUpdate is the statement that claims the rows a SELECT picks:
+// `UPDATE messages SET <set> WHERE id IN (<pick>) AND <recheck>`. On
+// PostgreSQL the pick is a materialized CTE with FOR UPDATE SKIP LOCKED:
 // two senders of one campaign (a rescued job beside a slow one) take
-// different rows instead of queueing on the same ones. SQLite has one
-// writer and needs none.
-func (tx *Tx) claimSkipLocked() string {
+// different rows instead of queueing on the same ones, and the LIMIT is
+// applied once (as an IN subquery, PostgreSQL may run it again per row
+// and claim more than the batch). SQLite has one writer and needs none.
+func (tx *Tx) claimUpdate(set, pick, recheck string) string {
 	if tx.db.engine == "postgres" {
-		return ` FOR UPDATE SKIP LOCKED`
+		return `WITH pick AS MATERIALIZED (` + pick + ` FOR UPDATE SKIP LOCKED)
+	UPDATE messages SET ` + set + ` FROM pick WHERE messages.id = pick.id AND ` + recheck + ` RETURNING messages.id`
 	}
-	return ``
+	return `UPDATE messages SET ` + set + ` WHERE id IN (` + pick + `) AND ` + recheck + ` RETURNING id`
 }
 
 // ClaimCampaignMessages claims up to limit of the campaign's queued,
@@ -68,13 +72,15 @@ func (tx *Tx) claimSkipLocked() string {
 // is recorded as MarkSending does (a provider that is not idempotent).
 func (tx *Tx) ClaimCampaignMessages(ctx context.Context, brandID, campaignID int64, limit int, provider string) ([]int64, error) {
 	now := micros(tx.now)
-	rows, err := tx.query(ctx, `UPDATE messages SET sending_at = ?, attempts = attempts + 1, provider = COALESCE(?, provider)
-	WHERE id IN (SELECT id FROM messages WHERE campaign_id = ? AND status = 'queued' AND COALESCE(scheduled_at, 0) <= ?
+	q := tx.claimUpdate(`sending_at = ?, attempts = attempts + 1, provider = COALESCE(?, provider)`,
+		`SELECT id FROM messages WHERE campaign_id = ? AND status = 'queued' AND COALESCE(scheduled_at, 0) <= ?
 		AND sending_at IS NULL AND brand_id = ?
 		AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ? AND c.status = 'sending')
-		ORDER BY COALESCE(scheduled_at, 0), id LIMIT ?`+tx.claimSkipLocked()+`)
-	AND status = 'queued' AND sending_at IS NULL
-	RETURNING id`, now, nullIfEmpty(provider), campaignID, now, brandID, campaignID, limit)
+		ORDER BY COALESCE(scheduled_at, 0), id LIMIT ?`,
+		`messages.status = 'queued' AND messages.sending_at IS NULL`)
+	set := []any{now, nullIfEmpty(provider)}
+	pick := []any{campaignID, now, brandID, campaignID, limit}
+	rows, err := tx.query(ctx, q, tx.claimArgs(set, pick)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim campaign messages: %w", err)
 	}
@@ -82,20 +88,30 @@ func (tx *Tx) ClaimCampaignMessages(ctx context.Context, brandID, campaignID int
 }
 
 // ClaimStaleCampaignMessages claims again up to limit of the campaign's
-// messages that a sender claimed before staleBefore and left queued: its
+// messages that a sender claimed at or before staleBefore and left queued: its
 // process died between the claim and the write of the outcome. It sets
 // sending_at to now and returns their ids, whatever the campaign's status
 // (a canceled campaign's claimed messages may have reached the provider).
 func (tx *Tx) ClaimStaleCampaignMessages(ctx context.Context, brandID, campaignID int64, staleBefore time.Time, limit int) ([]int64, error) {
-	rows, err := tx.query(ctx, `UPDATE messages SET sending_at = ?, attempts = attempts + 1
-	WHERE id IN (SELECT id FROM messages WHERE campaign_id = ? AND status = 'queued' AND sending_at < ? AND brand_id = ?
-		ORDER BY COALESCE(scheduled_at, 0), id LIMIT ?`+tx.claimSkipLocked()+`)
-	AND status = 'queued' AND sending_at < ?
-	RETURNING id`, micros(tx.now), campaignID, micros(staleBefore), brandID, limit, micros(staleBefore))
+	q := tx.claimUpdate(`sending_at = ?, attempts = attempts + 1`,
+		`SELECT id FROM messages WHERE campaign_id = ? AND status = 'queued' AND sending_at <= ? AND brand_id = ?
+		ORDER BY COALESCE(scheduled_at, 0), id LIMIT ?`,
+		`messages.status = 'queued' AND messages.sending_at IS NOT NULL`)
+	rows, err := tx.query(ctx, q, tx.claimArgs([]any{micros(tx.now)},
+		[]any{campaignID, micros(staleBefore), brandID, limit})...)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim stale campaign messages: %w", err)
 	}
 	return collectIDs(rows)
+}
+
+// claimArgs orders the arguments of claimUpdate's statement: the pick's
+// first on PostgreSQL (its CTE comes first), the SET's first on SQLite.
+func (tx *Tx) claimArgs(set, pick []any) []any {
+	if tx.db.engine == "postgres" {
+		return append(append([]any{}, pick...), set...)
+	}
+	return append(append([]any{}, set...), pick...)
 }
 
 func collectIDs(rows *sql.Rows) ([]int64, error) {

@@ -193,30 +193,30 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 			}
 			limit, pace = r.n, &r
 		}
-		stale, err := tx.ClaimStaleCampaignMessages(ctx, brandID, c.ID, now.Add(-s.staleClaimAge()), limit)
+		provider := ""
+		if !idempotent {
+			provider = s.provider.Name() // as MarkSending records it
+		}
+		fresh, err := tx.ClaimCampaignMessages(ctx, brandID, c.ID, limit, provider)
 		if err != nil {
 			return err
 		}
-		var fresh []int64
-		if len(stale) < limit {
-			provider := ""
-			if !idempotent {
-				provider = s.provider.Name() // as MarkSending records it
-			}
-			if fresh, err = tx.ClaimCampaignMessages(ctx, brandID, c.ID, limit-len(stale), provider); err != nil {
+		// Stale claims (a dead sender's) are looked for only once nothing
+		// else can go: the search reads every queued message of the
+		// campaign, which each batch cannot afford; they go last.
+		var stale []store.CampaignRecipient
+		if len(fresh) == 0 {
+			if stale, err = tx.ClaimStaleCampaignMessages(ctx, brandID, c.ID, now.Add(-s.staleClaimAge()), limit); err != nil {
 				return err
 			}
 		}
 		if len(stale)+len(fresh) == 0 {
 			return s.campaignIdle(ctx, tx, c, &prog)
 		}
-		recipients, err := tx.CampaignRecipients(ctx, brandID, append(stale, fresh...))
-		if err != nil {
-			return err
-		}
+		recipients := append(stale, fresh...)
 		isStale := make(map[int64]bool, len(stale))
-		for _, id := range stale {
-			isStale[id] = true
+		for _, r := range stale {
+			isStale[r.MessageID] = true
 		}
 		var fails []campaignFail
 		holds := map[time.Time][]int64{}

@@ -494,12 +494,14 @@ func TestCampaignCrashRecovery(t *testing.T) {
 			// The dead sender: it claimed 4 and handed them to the provider.
 			var claimed []int64
 			if err := e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error {
-				var err error
 				provider := ""
 				if !idempotent {
 					provider = "crashy"
 				}
-				claimed, err = tx.ClaimCampaignMessages(e.Ctx, c.BrandID, c.ID, 4, provider)
+				rs, err := tx.ClaimCampaignMessages(e.Ctx, c.BrandID, c.ID, 4, provider)
+				for _, r := range rs {
+					claimed = append(claimed, r.MessageID)
+				}
 				return err
 			}); err != nil || len(claimed) != 4 {
 				t.Fatalf("claim: %v, %v", claimed, err)

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,20 +59,51 @@ type CampaignRecipient struct {
 // different rows instead of queueing on the same ones, and the LIMIT is
 // applied once (as an IN subquery, PostgreSQL may run it again per row
 // and claim more than the batch). SQLite has one writer and needs none.
+//
+// It returns each claimed message's recipient (claimedRecipient): the
+// claim and the read of what sending needs are one statement, which the
+// profile of a 100,000-message campaign on SQLite asked for (a second
+// query by the claimed ids cost as much as the claim).
 func (tx *Tx) claimUpdate(set, pick, recheck string) string {
 	if tx.db.engine == "postgres" {
 		return `WITH pick AS MATERIALIZED (` + pick + ` FOR UPDATE SKIP LOCKED)
-	UPDATE messages SET ` + set + ` FROM pick WHERE messages.id = pick.id AND ` + recheck + ` RETURNING messages.id`
+	UPDATE messages SET ` + set + ` FROM pick WHERE messages.id = pick.id AND ` + recheck + ` RETURNING ` + claimedRecipient
 	}
-	return `UPDATE messages SET ` + set + ` WHERE id IN (` + pick + `) AND ` + recheck + ` RETURNING id`
+	return `UPDATE messages SET ` + set + ` WHERE id IN (` + pick + `) AND ` + recheck + ` RETURNING ` + claimedRecipient
+}
+
+// claimedRecipient is what a claim returns of each message: scalar
+// subqueries, as SQLite's RETURNING names only the updated table.
+const claimedRecipient = `messages.id, messages.user_id,
+	(SELECT u.phone_number FROM users u WHERE u.id = messages.user_id),
+	(SELECT u.is_deleted FROM users u WHERE u.id = messages.user_id),
+	(SELECT u.messaging_consent FROM users u WHERE u.id = messages.user_id),
+	(SELECT COALESCE(u.time_zone, '') FROM users u WHERE u.id = messages.user_id),
+	(SELECT COALESCE(u.state_code, '') FROM users u WHERE u.id = messages.user_id)`
+
+// collectRecipients reads the rows of claimedRecipient, in id order.
+func collectRecipients(rows *sql.Rows) ([]CampaignRecipient, error) {
+	defer rows.Close()
+	var out []CampaignRecipient
+	for rows.Next() {
+		var r CampaignRecipient
+		var consent sql.NullBool
+		if err := rows.Scan(&r.MessageID, &r.UserID, &r.To, &r.Deleted, &consent, &r.ZipZone, &r.StateCode); err != nil {
+			return nil, err
+		}
+		r.Consent = nullBool(consent)
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b CampaignRecipient) int { return cmp.Compare(a.MessageID, b.MessageID) })
+	return out, rows.Err()
 }
 
 // ClaimCampaignMessages claims up to limit of the campaign's queued,
 // unclaimed messages that are due (not held past now), in the order of
 // messages_campaign_queue, by setting sending_at to now — only while the
-// campaign is sending — and returns their ids. provider, when not empty,
+// campaign is sending — and returns their recipients, in id order. provider, when not empty,
 // is recorded as MarkSending does (a provider that is not idempotent).
-func (tx *Tx) ClaimCampaignMessages(ctx context.Context, brandID, campaignID int64, limit int, provider string) ([]int64, error) {
+func (tx *Tx) ClaimCampaignMessages(ctx context.Context, brandID, campaignID int64, limit int, provider string) ([]CampaignRecipient, error) {
 	now := micros(tx.now)
 	q := tx.claimUpdate(`sending_at = ?, attempts = attempts + 1, provider = COALESCE(?, provider)`,
 		`SELECT id FROM messages WHERE campaign_id = ? AND status = 'queued' AND COALESCE(scheduled_at, 0) <= ?
@@ -84,15 +117,15 @@ func (tx *Tx) ClaimCampaignMessages(ctx context.Context, brandID, campaignID int
 	if err != nil {
 		return nil, fmt.Errorf("store: claim campaign messages: %w", err)
 	}
-	return collectIDs(rows)
+	return collectRecipients(rows)
 }
 
 // ClaimStaleCampaignMessages claims again up to limit of the campaign's
 // messages that a sender claimed at or before staleBefore and left queued: its
 // process died between the claim and the write of the outcome. It sets
-// sending_at to now and returns their ids, whatever the campaign's status
+// sending_at to now and returns their recipients, whatever the campaign's status
 // (a canceled campaign's claimed messages may have reached the provider).
-func (tx *Tx) ClaimStaleCampaignMessages(ctx context.Context, brandID, campaignID int64, staleBefore time.Time, limit int) ([]int64, error) {
+func (tx *Tx) ClaimStaleCampaignMessages(ctx context.Context, brandID, campaignID int64, staleBefore time.Time, limit int) ([]CampaignRecipient, error) {
 	q := tx.claimUpdate(`sending_at = ?, attempts = attempts + 1`,
 		`SELECT id FROM messages WHERE campaign_id = ? AND status = 'queued' AND sending_at <= ? AND brand_id = ?
 		ORDER BY COALESCE(scheduled_at, 0), id LIMIT ?`,
@@ -102,7 +135,7 @@ func (tx *Tx) ClaimStaleCampaignMessages(ctx context.Context, brandID, campaignI
 	if err != nil {
 		return nil, fmt.Errorf("store: claim stale campaign messages: %w", err)
 	}
-	return collectIDs(rows)
+	return collectRecipients(rows)
 }
 
 // claimArgs orders the arguments of claimUpdate's statement: the pick's
@@ -134,34 +167,6 @@ func inList(ids []int64) (string, []any) {
 		args[i] = id
 	}
 	return `(?` + strings.Repeat(", ?", len(ids)-1) + `)`, args
-}
-
-// CampaignRecipients returns the recipients of the brand's messages ids
-// (claimed by the caller), in id order.
-func (tx *Tx) CampaignRecipients(ctx context.Context, brandID int64, ids []int64) ([]CampaignRecipient, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	in, args := inList(ids)
-	rows, err := tx.query(ctx, `SELECT m.id, m.user_id, u.phone_number, u.is_deleted, u.messaging_consent,
-	COALESCE(u.time_zone, ''), COALESCE(u.state_code, '')
-	FROM messages m JOIN users u ON u.id = m.user_id WHERE m.brand_id = ? AND m.id IN `+in+` ORDER BY m.id`,
-		append([]any{brandID}, args...)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: campaign recipients: %w", err)
-	}
-	defer rows.Close()
-	out := make([]CampaignRecipient, 0, len(ids))
-	for rows.Next() {
-		var r CampaignRecipient
-		var consent sql.NullBool
-		if err := rows.Scan(&r.MessageID, &r.UserID, &r.To, &r.Deleted, &consent, &r.ZipZone, &r.StateCode); err != nil {
-			return nil, fmt.Errorf("store: campaign recipients: %w", err)
-		}
-		r.Consent = nullBool(consent)
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }
 
 // HoldCampaignMessages puts claimed messages back in the work list, held
@@ -247,7 +252,11 @@ func (tx *Tx) MarkSentMany(ctx context.Context, brandID int64, provider string, 
 		q.WriteString(`(CAST(? AS BIGINT), CAST(? AS TEXT))`)
 		args = append(args, s.MessageID, s.ProviderID)
 	}
-	q.WriteString(`) AS v WHERE messages.id = v.column1 AND messages.brand_id = ? AND messages.status = 'queued'
+	// The unary + keeps SQLite from walking the brand's index of messages
+	// and probing v for each (it did, once the campaign's messages were
+	// there: every batch read all the brand's messages); it does nothing
+	// on PostgreSQL.
+	q.WriteString(`) AS v WHERE messages.id = v.column1 AND +messages.brand_id = ? AND messages.status = 'queued'
 	RETURNING messages.id`)
 	args = append(args, brandID)
 	rows, err := tx.query(ctx, q.String(), args...)

@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -111,7 +112,7 @@ func (p *Provider) SendBatch(ctx context.Context, ms []delivery.Message) []deliv
 			out[i].Err = &delivery.Error{Code: "invalid_number", Message: "The number " + m.To + " is not a valid mobile number."}
 			continue
 		}
-		rec := store.SimRecord{ProviderID: newSID(), MessageID: m.ID, FinalStatus: parley.StatusDelivered, DueAt: due}
+		rec := store.SimRecord{ProviderID: orderedSID(m.ID), MessageID: m.ID, FinalStatus: parley.StatusDelivered, DueAt: due}
 		if m.To == UnreachableNumber {
 			rec.FinalStatus, rec.ErrorCode, rec.ErrorMessage = parley.StatusUndelivered, "carrier_unreachable", "The carrier could not reach the handset."
 		}
@@ -225,6 +226,17 @@ func newSID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return "SIM" + hex.EncodeToString(b[:])
+}
+
+// orderedSID is a batch's provider id: it sorts by message id, so a
+// campaign's ids land at the end of the indexes on them (sim_messages'
+// key, messages_provider_id) instead of at random pages — measured on
+// SQLite, random ids made writing a batch's sends 4× slower than its
+// delivery reports once the indexes outgrew the page cache.
+func orderedSID(messageID int64) string {
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("SIM%016x%s", messageID, hex.EncodeToString(b[:]))
 }
 
 // suffix keeps the last digits of a number for logs, not the whole number.

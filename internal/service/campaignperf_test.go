@@ -114,8 +114,9 @@ func TestCampaignDrainMeasure(t *testing.T) {
 				break
 			}
 		}
-		if time.Since(t0) > 5*time.Minute {
-			t.Fatal("not delivered after 5 minutes")
+		if time.Since(t0) > 3*time.Minute {
+			s, _ := a.DB.CampaignStats(ctx, brand.ID, c.ID)
+			t.Fatalf("not delivered after 3 minutes: %s %+v", got.Status, s)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

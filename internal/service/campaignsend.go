@@ -38,6 +38,9 @@ const (
 	// maxCampaignAttempts bounds the provider calls for one message that
 	// fail temporarily, as DeliverMessageArgs does for single messages.
 	maxCampaignAttempts = 10
+	// analyzeAfter is how many messages a resolution writes before the
+	// planner's statistics of messages are refreshed (store.AnalyzeMessages).
+	analyzeAfter = 10000
 	// claimPoll is how often a sender looks again at claims in flight.
 	claimPoll = 100 * time.Millisecond
 	// batchSendConcurrency bounds the calls in flight for a provider that
@@ -107,6 +110,11 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 			n++
 			s.logger.Info("campaign started", "brand_id", c.BrandID, "campaign_id", c.ID, "messages", c.Stats.Queued,
 				"recipients", c.Stats.Recipients)
+			if c.Stats.Queued >= analyzeAfter {
+				if err := s.db.AnalyzeMessages(ctx); err != nil {
+					s.logger.Warn("campaigns: analyze after a large resolution", "error", err)
+				}
+			}
 		}
 	}
 	return n, nil

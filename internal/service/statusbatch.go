@@ -19,17 +19,33 @@ var _ delivery.BatchSink = (*Service)(nil)
 func (s *Service) ApplyStatuses(ctx context.Context, us []delivery.StatusUpdate) ([]error, error) {
 	errs := make([]error, len(us))
 	name := s.provider.Name()
-	pids := make([]string, 0, len(us))
+	// Reports that carry Parley's id (the simulator's) are found by it;
+	// the others, and those whose message has another provider id, by the
+	// provider's id.
 	var mids []int64
 	for _, u := range us {
-		pids = append(pids, u.ProviderID)
 		if u.MessageID != 0 {
 			mids = append(mids, u.MessageID)
 		}
 	}
-	byPID, byID, err := s.db.FindReported(ctx, name, pids, mids)
+	byID, err := s.db.ReportedByIDs(ctx, mids)
 	if err != nil {
 		return nil, err
+	}
+	var pids []string
+	for _, u := range us {
+		if m := byID[u.MessageID]; m == nil || m.Provider != name || m.ProviderID != u.ProviderID {
+			pids = append(pids, u.ProviderID)
+		}
+	}
+	byPID, err := s.db.ReportedByProviderIDs(ctx, name, pids)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range byID {
+		if m.Provider == name && m.ProviderID != "" {
+			byPID[m.ProviderID] = m
+		}
 	}
 	type key struct {
 		brand             int64

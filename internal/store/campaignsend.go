@@ -178,7 +178,7 @@ func (tx *Tx) HoldCampaignMessages(ctx context.Context, brandID int64, ids []int
 	}
 	in, args := inList(ids)
 	_, err := tx.exec(ctx, `UPDATE messages SET scheduled_at = ?, sending_at = NULL, attempts = attempts - 1, provider = NULL
-	WHERE brand_id = ? AND status = 'queued' AND id IN `+in, append([]any{micros(until), brandID}, args...)...)
+	WHERE +brand_id = ? AND status = 'queued' AND id IN `+in, append([]any{micros(until), brandID}, args...)...)
 	if err != nil {
 		return fmt.Errorf("store: hold campaign messages: %w", err)
 	}
@@ -193,7 +193,7 @@ func (tx *Tx) ReleaseCampaignMessages(ctx context.Context, brandID int64, ids []
 	}
 	in, args := inList(ids)
 	_, err := tx.exec(ctx, `UPDATE messages SET sending_at = NULL, provider = NULL
-	WHERE brand_id = ? AND status = 'queued' AND id IN `+in, append([]any{brandID}, args...)...)
+	WHERE +brand_id = ? AND status = 'queued' AND id IN `+in, append([]any{brandID}, args...)...)
 	if err != nil {
 		return fmt.Errorf("store: release campaign messages: %w", err)
 	}
@@ -207,7 +207,7 @@ func (tx *Tx) MessageAttempts(ctx context.Context, brandID int64, ids []int64) (
 		return out, nil
 	}
 	in, args := inList(ids)
-	rows, err := tx.query(ctx, `SELECT id, attempts FROM messages WHERE brand_id = ? AND id IN `+in, append([]any{brandID}, args...)...)
+	rows, err := tx.query(ctx, `SELECT id, attempts FROM messages WHERE +brand_id = ? AND id IN `+in, append([]any{brandID}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: message attempts: %w", err)
 	}
@@ -256,14 +256,25 @@ func (tx *Tx) MarkSentMany(ctx context.Context, brandID int64, provider string, 
 	// and probing v for each (it did, once the campaign's messages were
 	// there: every batch read all the brand's messages); it does nothing
 	// on PostgreSQL.
-	q.WriteString(`) AS v WHERE messages.id = v.column1 AND +messages.brand_id = ? AND messages.status = 'queued'
-	RETURNING messages.id`)
-	args = append(args, brandID)
+	// The id list besides the join gives PostgreSQL the primary key's
+	// index to start from, whatever it guesses of the VALUES.
+	in, idArgs := inList(ids(sent))
+	q.WriteString(`) AS v WHERE messages.id = v.column1 AND messages.id IN ` + in + ` AND +messages.brand_id = ?
+	AND messages.status = 'queued' RETURNING messages.id`)
+	args = append(append(args, idArgs...), brandID)
 	rows, err := tx.query(ctx, q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: mark sent: %w", err)
 	}
 	return collectIDs(rows)
+}
+
+func ids(sent []Sent) []int64 {
+	out := make([]int64, len(sent))
+	for i, s := range sent {
+		out[i] = s.MessageID
+	}
+	return out
 }
 
 // TransitionMany is TransitionMessage for many of the brand's messages
@@ -294,7 +305,7 @@ func (tx *Tx) TransitionMany(ctx context.Context, brandID int64, ids []int64, t 
 	for _, f := range from {
 		args = append(args, f)
 	}
-	rows, err := tx.query(ctx, `UPDATE messages SET `+set+` WHERE brand_id = ? AND id IN `+in+
+	rows, err := tx.query(ctx, `UPDATE messages SET `+set+` WHERE +brand_id = ? AND id IN `+in+
 		` AND status IN (?`+strings.Repeat(", ?", len(from)-1)+`) RETURNING id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: transition messages: %w", err)
@@ -308,7 +319,7 @@ func (tx *Tx) FindMessages(ctx context.Context, brandID int64, ids []int64) ([]*
 		return nil, nil
 	}
 	in, args := inList(ids)
-	rows, err := tx.query(ctx, `SELECT `+messageColumns+` FROM messages WHERE brand_id = ? AND id IN `+in+` ORDER BY id`,
+	rows, err := tx.query(ctx, `SELECT `+messageColumns+` FROM messages WHERE +brand_id = ? AND id IN `+in+` ORDER BY id`,
 		append([]any{brandID}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: find messages: %w", err)
@@ -317,6 +328,12 @@ func (tx *Tx) FindMessages(ctx context.Context, brandID int64, ids []int64) ([]*
 }
 
 // Reported is an outbound message a provider's status report names.
+//
+// Statements that name messages by a list of ids write the brand test
+// as +brand_id: it keeps the planners (PostgreSQL's with statistics taken
+// before a campaign's rows existed, measured) from reading the brand's
+// index and filtering the list, which grows with every batch, instead of
+// looking the ids up by primary key.
 type Reported struct {
 	ID, BrandID, UserID int64
 	Status              string
@@ -324,53 +341,62 @@ type Reported struct {
 	ProviderID          string
 }
 
-// FindReported returns the messages of provider named by providerIDs, and
-// the outbound messages named by messageIDs (reports that may have
-// overtaken the write of their send), keyed by provider id and by id.
-func (db *DB) FindReported(ctx context.Context, provider string, providerIDs []string, messageIDs []int64) (map[string]*Reported, map[int64]*Reported, error) {
-	byPID, byID := map[string]*Reported{}, map[int64]*Reported{}
-	scan := func(rows *sql.Rows) error {
-		defer rows.Close()
-		for rows.Next() {
-			var r Reported
-			var pid sql.NullString
-			if err := rows.Scan(&r.ID, &r.BrandID, &r.UserID, &r.Status, &r.Provider, &pid); err != nil {
-				return err
-			}
-			r.ProviderID = pid.String
-			if r.Provider == provider && r.ProviderID != "" {
-				byPID[r.ProviderID] = &r
-			}
-			byID[r.ID] = &r
-		}
-		return rows.Err()
+// ReportedByIDs returns the outbound messages ids, keyed by id: the
+// messages of reports that carry Parley's id (the simulator's). The
+// primary key finds them whatever the planner thinks of the table.
+func (db *DB) ReportedByIDs(ctx context.Context, ids []int64) (map[int64]*Reported, error) {
+	out := map[int64]*Reported{}
+	if len(ids) == 0 {
+		return out, nil
 	}
-	const cols = `SELECT id, brand_id, user_id, status, COALESCE(provider, ''), provider_id FROM messages`
-	if len(providerIDs) > 0 {
-		args := make([]any, 0, 1+len(providerIDs))
-		args = append(args, provider)
-		for _, p := range providerIDs {
-			args = append(args, p)
-		}
-		rows, err := db.query(ctx, cols+` WHERE provider = ? AND provider_id IN (?`+strings.Repeat(", ?", len(providerIDs)-1)+`)`, args...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("store: find reported: %w", err)
-		}
-		if err := scan(rows); err != nil {
-			return nil, nil, fmt.Errorf("store: find reported: %w", err)
-		}
+	in, args := inList(ids)
+	rows, err := db.query(ctx, reportedColumns+` WHERE id IN `+in+` AND direction = 'outbound'`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: find reported: %w", err)
 	}
-	if len(messageIDs) > 0 {
-		in, args := inList(messageIDs)
-		rows, err := db.query(ctx, cols+` WHERE direction = 'outbound' AND id IN `+in, args...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("store: find reported: %w", err)
-		}
-		if err := scan(rows); err != nil {
-			return nil, nil, fmt.Errorf("store: find reported: %w", err)
-		}
+	rs, err := collectReported(rows)
+	for _, r := range rs {
+		out[r.ID] = r
 	}
-	return byPID, byID, nil
+	return out, err
+}
+
+// ReportedByProviderIDs returns the messages of provider named by
+// providerIDs, keyed by provider id.
+func (db *DB) ReportedByProviderIDs(ctx context.Context, provider string, providerIDs []string) (map[string]*Reported, error) {
+	out := map[string]*Reported{}
+	if len(providerIDs) == 0 {
+		return out, nil
+	}
+	args := make([]any, 0, 1+len(providerIDs))
+	args = append(args, provider)
+	for _, p := range providerIDs {
+		args = append(args, p)
+	}
+	rows, err := db.query(ctx, reportedColumns+` WHERE provider = ? AND provider_id IN (?`+strings.Repeat(", ?", len(providerIDs)-1)+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: find reported: %w", err)
+	}
+	rs, err := collectReported(rows)
+	for _, r := range rs {
+		out[r.ProviderID] = r
+	}
+	return out, err
+}
+
+const reportedColumns = `SELECT id, brand_id, user_id, status, COALESCE(provider, ''), COALESCE(provider_id, '') FROM messages`
+
+func collectReported(rows *sql.Rows) ([]*Reported, error) {
+	defer rows.Close()
+	var out []*Reported
+	for rows.Next() {
+		var r Reported
+		if err := rows.Scan(&r.ID, &r.BrandID, &r.UserID, &r.Status, &r.Provider, &r.ProviderID); err != nil {
+			return nil, fmt.Errorf("store: find reported: %w", err)
+		}
+		out = append(out, &r)
+	}
+	return out, rows.Err()
 }
 
 // CampaignQueue is what is left in a campaign's work list.
@@ -418,4 +444,21 @@ func (tx *Tx) CompleteCampaign(ctx context.Context, brandID, campaignID int64) (
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// AnalyzeMessages refreshes PostgreSQL's statistics of messages after a
+// campaign's resolution wrote many rows at once. Until autovacuum comes
+// round (a minute or more; never where it is off), the planner takes the
+// campaign's 100,000 queued messages for the handful it last counted and
+// plans each batch's statements as nested loops over the whole table:
+// measured, a batch's write of its sends took seconds instead of
+// milliseconds. SQLite's plans did not need it.
+func (db *DB) AnalyzeMessages(ctx context.Context) error {
+	if db.engine != "postgres" {
+		return nil
+	}
+	if _, err := db.write.ExecContext(ctx, `ANALYZE messages`); err != nil {
+		return fmt.Errorf("store: analyze messages: %w", err)
+	}
+	return nil
 }

@@ -66,8 +66,12 @@ type CampaignRecipient struct {
 // query by the claimed ids cost as much as the claim).
 func (tx *Tx) claimUpdate(set, pick, recheck string) string {
 	if tx.db.engine == "postgres" {
-		return `WITH pick AS MATERIALIZED (` + pick + ` FOR UPDATE SKIP LOCKED)
-	UPDATE messages SET ` + set + ` FROM pick WHERE messages.id = pick.id AND ` + recheck + ` RETURNING ` + claimedRecipient
+		// A join, where SQLite needs the subqueries of claimedRecipient.
+		return `WITH pick AS MATERIALIZED (` + pick + ` FOR UPDATE SKIP LOCKED),
+	claimed AS (UPDATE messages SET ` + set + ` FROM pick WHERE messages.id = pick.id AND ` + recheck + `
+		RETURNING messages.id, messages.user_id)
+	SELECT c.id, c.user_id, u.phone_number, u.is_deleted, u.messaging_consent, COALESCE(u.time_zone, ''),
+	COALESCE(u.state_code, '') FROM claimed c JOIN users u ON u.id = c.user_id`
 	}
 	return `UPDATE messages SET ` + set + ` WHERE id IN (` + pick + `) AND ` + recheck + ` RETURNING ` + claimedRecipient
 }

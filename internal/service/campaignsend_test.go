@@ -606,3 +606,60 @@ func TestCampaignEndToEnd(t *testing.T) {
 		t.Errorf("%d send jobs in the campaigns queue, want 1", n)
 	}
 }
+
+// TestBatchReportOvertakesSend: a delivery report that arrives before
+// the batch's sent write is reported again later (ErrNotYet through the
+// batch sink), not lost; once the send is written the same report moves
+// the message to delivered, with the provider id the simulator gave.
+func TestBatchReportOvertakesSend(t *testing.T) {
+	t.Parallel()
+	e := campEnv(t)
+	campUsers(t, e, 2, 0)
+	c := campCampaign(t, e, parley.TypeTransactional)
+	if _, err := e.App.Service.ResolveDueCampaigns(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	var claimed []store.CampaignRecipient
+	if err := e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error {
+		var err error
+		claimed, err = tx.ClaimCampaignMessages(e.Ctx, c.BrandID, c.ID, 10, "")
+		return err
+	}); err != nil || len(claimed) != 2 {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	var msgs []delivery.Message
+	for _, r := range claimed {
+		msgs = append(msgs, delivery.Message{ID: r.MessageID, BrandID: c.BrandID, To: r.To, Body: c.Body})
+	}
+	res := e.App.Sim.SendBatch(e.Ctx, msgs)
+	e.Advance(time.Second)
+	if err := e.App.Sim.Flush(e.Ctx, e.App.Service); err != nil {
+		t.Fatal(err)
+	}
+	if n := campInt(t, e, `SELECT count(*) FROM sim_messages WHERE reported = FALSE`); n != 2 {
+		t.Errorf("%d reports left to report again, want 2", n)
+	}
+	if s := campStats(t, e, c); s.Queued != 2 {
+		t.Errorf("stats %+v: a report overtaking the send moved a message", s)
+	}
+	// The sender's outcome is written (here: by the batch that takes the
+	// stale claims again; the simulator answers with the same ids).
+	e.Advance(time.Minute)
+	campDrain(t, e, e.App.Service, c, false)
+	if err := e.App.Sim.Flush(e.Ctx, e.App.Service); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range claimed {
+		m, err := e.App.DB.FindMessage(e.Ctx, c.BrandID, r.MessageID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid := campInt(t, e, `SELECT count(*) FROM messages WHERE id = ? AND provider_id = ?`, r.MessageID, res[i].Receipt.ProviderID)
+		if m.Status != parley.StatusDelivered || pid != 1 {
+			t.Errorf("message %d: %s, provider id kept %v; want delivered with the first send's id", r.MessageID, m.Status, pid == 1)
+		}
+	}
+	if n := e.App.Sim.Sends(); n != 2 {
+		t.Errorf("simulator accepted %d, want 2", n)
+	}
+}

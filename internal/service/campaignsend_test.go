@@ -663,3 +663,72 @@ func TestBatchReportOvertakesSend(t *testing.T) {
 		t.Errorf("simulator accepted %d, want 2", n)
 	}
 }
+
+// gateProvider takes single messages at once and holds every batch until
+// its gate opens.
+type gateProvider struct {
+	gate    chan struct{}
+	entered chan struct{}
+	once    sync.Once
+}
+
+func (p *gateProvider) Name() string     { return "gate" }
+func (p *gateProvider) Idempotent() bool { return true }
+
+func (p *gateProvider) Send(_ context.Context, m delivery.Message) (delivery.Receipt, error) {
+	return delivery.Receipt{ProviderID: "G" + strconv.FormatInt(m.ID, 10)}, nil
+}
+
+func (p *gateProvider) SendBatch(ctx context.Context, ms []delivery.Message) []delivery.Result {
+	p.once.Do(func() { close(p.entered) })
+	<-p.gate
+	out := make([]delivery.Result, len(ms))
+	for i, m := range ms {
+		out[i].Receipt.ProviderID = "G" + strconv.FormatInt(m.ID, 10)
+	}
+	return out
+}
+
+// TestTransactionalOvertakesDrainingCampaign: with one worker in the
+// default queue, a transactional message is sent while a campaign's batch
+// is still with the provider and the rest of the campaign is queued: the
+// campaign's job runs in its own queue and never takes that worker (D16).
+func TestTransactionalOvertakesDrainingCampaign(t *testing.T) {
+	t.Parallel()
+	e := campEnv(t, func(c *app.Config) { c.Workers = 1; c.CampaignBatch = 5 })
+	p := &gateProvider{gate: make(chan struct{}), entered: make(chan struct{})}
+	e.App.Service.SetDelivery(p, e.Server.URL, nil, nil)
+	ids := campUsers(t, e, 20, 0)
+	c := campCampaign(t, e, parley.TypeTransactional)
+	if err := e.App.Start(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer close(p.gate)
+	select {
+	case <-p.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the campaign's first batch never reached the provider")
+	}
+	m, err := e.App.Service.SendMessage(e.Ctx, parley.Origin{}, e.BrandA.ID, parley.MessageCreate{
+		UserID: parley.Some(ids[3]), Body: parley.Some("Your code is 1234"), Type: parley.Some(parley.TypeTransactional)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := e.App.DB.FindMessage(e.Ctx, e.BrandA.ID, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == parley.StatusSent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transactional message still %s while the campaign's batch is with the provider", got.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := campStats(t, e, c); s.Queued != 20 || s.Sent != 0 {
+		t.Errorf("campaign stats %+v when the transactional message went, want all 20 still queued", s)
+	}
+}

@@ -109,7 +109,11 @@ type BatchSender interface {
 // one transaction. ApplyStatuses has the semantics of ApplyStatus for each
 // update: the error at index i is nil (recorded, or ignored as ApplyStatus
 // ignores it) or ErrNotYet (report it again later). A non-nil second
-// result means none was recorded.
+// result means none was recorded. The caller must record that it
+// reported them with a durable write of its own after the call returns
+// (the simulator marks its ledger): the sink may commit without waiting
+// for the disk, and a crash before that write makes the caller report
+// them again, which changes nothing twice.
 type BatchSink interface {
 	ApplyStatuses(ctx context.Context, us []StatusUpdate) ([]error, error)
 }

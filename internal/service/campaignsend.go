@@ -186,6 +186,11 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 	)
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
 		batch, prog = nil, jobs.CampaignProgress{}
+		if idempotent {
+			if err := tx.RelaxCommit(ctx); err != nil {
+				return err
+			}
+		}
 		now := tx.Now()
 		limit := s.campaignBatchSize()
 		var pace *reservation
@@ -312,6 +317,11 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 		}
 	}
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+		if idempotent {
+			if err := tx.RelaxCommit(ctx); err != nil {
+				return err
+			}
+		}
 		moved, err := tx.MarkSentMany(ctx, brandID, s.provider.Name(), sent)
 		if err != nil {
 			return err

@@ -101,6 +101,12 @@ func (s *Service) ApplyStatuses(ctx context.Context, us []delivery.StatusUpdate)
 		return errs, nil
 	}
 	err = s.db.WithOriginTx(ctx, parley.Origin{Source: parley.SourceCarrier}, func(tx *store.Tx) error {
+		// The caller records that the reports were applied with a commit
+		// of its own afterwards (delivery.BatchSink), which puts this one
+		// on disk too; lost with it in a crash, the reports come again.
+		if err := tx.RelaxCommit(ctx); err != nil {
+			return err
+		}
 		for _, k := range order {
 			ms := groups[k]
 			ids := make([]int64, len(ms))

@@ -466,3 +466,21 @@ func (db *DB) AnalyzeMessages(ctx context.Context) error {
 	}
 	return nil
 }
+
+// RelaxCommit lets PostgreSQL commit tx without waiting for the disk
+// (synchronous_commit off, for this transaction only); SQLite ignores it.
+// Only for writes whose loss in a crash is repaired by what follows:
+// a campaign batch's claim and sent write for an idempotent provider (a
+// lost one leaves the messages to be claimed and sent again, which that
+// provider absorbs). The next synchronous commit — the simulator's
+// ledger insert of the next batch — writes the WAL up to itself, so the
+// relaxed commits before it are on disk then too.
+func (tx *Tx) RelaxCommit(ctx context.Context) error {
+	if tx.db.engine != "postgres" {
+		return nil
+	}
+	if _, err := tx.exec(ctx, `SET LOCAL synchronous_commit TO OFF`); err != nil {
+		return fmt.Errorf("store: relax commit: %w", err)
+	}
+	return nil
+}

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/parleyhq/parley"
 )
@@ -37,7 +39,7 @@ const qCancelMessages = `brand_id = ? AND campaign_id = ? AND status = 'queued' 
 // With each nil the messages are failed by one set-based UPDATE. With
 // each set they are failed cancelChunk at a time and each chunk, as
 // stored, is passed to each (to write message.failed events) before the
-// next.
+// next, in id order.
 //
 // The campaign row is updated first and guarded by its status, so a
 // resolution (scheduled → sending) or a completion (sending → completed)
@@ -91,6 +93,9 @@ func (tx *Tx) CancelCampaign(ctx context.Context, brandID, id int64, reason stri
 		if len(ms) == 0 {
 			return c, true, nil
 		}
+		// RETURNING follows the order rows were updated in, which
+		// PostgreSQL does not tie to the subquery's: events go in id order.
+		slices.SortFunc(ms, func(a, b *parley.Message) int { return cmp.Compare(a.ID, b.ID) })
 		if err := each(ms); err != nil {
 			return nil, false, err
 		}

@@ -77,12 +77,13 @@ func (tx *Tx) CancelCampaign(ctx context.Context, brandID, id int64, reason stri
 		}
 		return c, true, nil
 	}
-	// A failed message no longer matches, so each statement takes the
-	// next chunk; the loop ends on an empty one.
-	for {
+	// Each statement takes the next chunk past the last one's highest id
+	// (without that bound every chunk would first walk past the messages
+	// failed before it: quadratic); the loop ends on an empty chunk.
+	for after := int64(0); ; {
 		rows, err := tx.query(ctx, `UPDATE messages SET status = ?, error_code = ?, error_message = ?
-		WHERE id IN (SELECT id FROM messages WHERE `+qCancelMessages+` ORDER BY id LIMIT ?)
-		RETURNING `+messageColumns, append(args, cancelChunk)...)
+		WHERE id IN (SELECT id FROM messages WHERE `+qCancelMessages+` AND id > ? ORDER BY id LIMIT ?)
+		RETURNING `+messageColumns, append(args, after, cancelChunk)...)
 		if err != nil {
 			return nil, false, fmt.Errorf("store: cancel campaign messages: %w", err)
 		}
@@ -96,6 +97,7 @@ func (tx *Tx) CancelCampaign(ctx context.Context, brandID, id int64, reason stri
 		// RETURNING follows the order rows were updated in, which
 		// PostgreSQL does not tie to the subquery's: events go in id order.
 		slices.SortFunc(ms, func(a, b *parley.Message) int { return cmp.Compare(a.ID, b.ID) })
+		after = ms[len(ms)-1].ID
 		if err := each(ms); err != nil {
 			return nil, false, err
 		}

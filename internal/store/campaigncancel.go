@@ -77,13 +77,28 @@ func (tx *Tx) CancelCampaign(ctx context.Context, brandID, id int64, reason stri
 		}
 		return c, true, nil
 	}
-	// Each statement takes the next chunk past the last one's highest id
-	// (without that bound every chunk would first walk past the messages
-	// failed before it: quadratic); the loop ends on an empty chunk.
+	// Chunk by chunk, in id order: the first query finds where the chunk
+	// ends (none: this is the last one), the UPDATE fails what is still
+	// cancelable up to there. All its tests are on the updated rows
+	// themselves, so PostgreSQL checks them again on a row that a claim
+	// committing beside it changed (READ COMMITTED's recheck); rows read
+	// by a subquery would stay as first read, and a claimed message would
+	// be failed (TestCampaignCancelWaitsForClaim). A chunk that such
+	// claims emptied does not end the loop; the end does.
 	for after := int64(0); ; {
-		rows, err := tx.query(ctx, `UPDATE messages SET status = ?, error_code = ?, error_message = ?
-		WHERE id IN (SELECT id FROM messages WHERE `+qCancelMessages+` AND id > ? ORDER BY id LIMIT ?)
-		RETURNING `+messageColumns, append(args, after, cancelChunk)...)
+		var upto int64
+		err := tx.queryRow(ctx, `SELECT id FROM messages WHERE `+qCancelMessages+` AND id > ?
+		ORDER BY id LIMIT 1 OFFSET ?`, brandID, id, after, cancelChunk-1).Scan(&upto)
+		last := errors.Is(err, sql.ErrNoRows)
+		if err != nil && !last {
+			return nil, false, fmt.Errorf("store: cancel campaign messages: %w", err)
+		}
+		q, chunkArgs := `UPDATE messages SET status = ?, error_code = ?, error_message = ?
+		WHERE `+qCancelMessages+` AND id > ?`, append(args, after)
+		if !last {
+			q, chunkArgs = q+` AND id <= ?`, append(chunkArgs, upto)
+		}
+		rows, err := tx.query(ctx, q+` RETURNING `+messageColumns, chunkArgs...)
 		if err != nil {
 			return nil, false, fmt.Errorf("store: cancel campaign messages: %w", err)
 		}
@@ -91,15 +106,17 @@ func (tx *Tx) CancelCampaign(ctx context.Context, brandID, id int64, reason stri
 		if err != nil {
 			return nil, false, fmt.Errorf("store: cancel campaign messages: %w", err)
 		}
-		if len(ms) == 0 {
+		if len(ms) > 0 {
+			// RETURNING follows the order rows were updated in: events
+			// go in id order.
+			slices.SortFunc(ms, func(a, b *parley.Message) int { return cmp.Compare(a.ID, b.ID) })
+			if err := each(ms); err != nil {
+				return nil, false, err
+			}
+		}
+		if last {
 			return c, true, nil
 		}
-		// RETURNING follows the order rows were updated in, which
-		// PostgreSQL does not tie to the subquery's: events go in id order.
-		slices.SortFunc(ms, func(a, b *parley.Message) int { return cmp.Compare(a.ID, b.ID) })
-		after = ms[len(ms)-1].ID
-		if err := each(ms); err != nil {
-			return nil, false, err
-		}
+		after = upto
 	}
 }

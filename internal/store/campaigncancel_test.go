@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/store"
@@ -148,4 +149,76 @@ func TestCampaignCancelStates(t *testing.T) {
 	if err != nil || s.Canceled != 3 || s.Queued != 0 {
 		t.Errorf("stats %+v, %v; want the 3 messages canceled by the first cancel only", s, err)
 	}
+}
+
+// TestCampaignCancelWaitsForClaim: a sender's claim that is committing
+// while a cancel runs wins for the messages it claimed: the cancel waits
+// for it and leaves them to go, and fails the rest — by one UPDATE and by
+// chunks alike. On PostgreSQL the cancel is seen waiting on the claimed
+// rows' locks before the claim commits, so READ COMMITTED's recheck of
+// the new row versions is what is tested; SQLite has one writer, so the
+// cancel runs after the claim.
+func TestCampaignCancelWaitsForClaim(t *testing.T) {
+	t.Parallel()
+	for _, withEach := range []bool{false, true} {
+		t.Run(fmt.Sprintf("each=%v", withEach), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			db, brand, c := cancelFixture(t, 10)
+			claiming, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+			go func() {
+				done <- db.WithTx(ctx, func(tx *store.Tx) error {
+					_, err := tx.SQL().ExecContext(ctx, db.Rebind(`UPDATE messages SET sending_at = 1 WHERE campaign_id = ? AND id IN
+					(SELECT id FROM messages WHERE campaign_id = ? ORDER BY id LIMIT 3)`), c.ID, c.ID)
+					close(claiming)
+					<-release
+					return err
+				})
+			}()
+			<-claiming
+			var each func([]*parley.Message) error
+			if withEach {
+				each = func([]*parley.Message) error { return nil }
+			}
+			canceled := make(chan error, 1)
+			go func() {
+				canceled <- db.WithTx(ctx, func(tx *store.Tx) error {
+					_, _, err := tx.CancelCampaign(ctx, brand, c.ID, "why", each)
+					return err
+				})
+			}()
+			if db.Engine() == "postgres" {
+				waitForLockWait(t, db, "UPDATE messages SET status")
+			}
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-canceled; err != nil {
+				t.Fatal(err)
+			}
+			s, err := db.CampaignStats(ctx, brand, c.ID)
+			if err != nil || s.Queued != 3 || s.Canceled != 7 {
+				t.Errorf("stats %+v, %v; want the 3 claimed messages queued, 7 canceled", s, err)
+			}
+		})
+	}
+}
+
+// waitForLockWait polls PostgreSQL until a statement starting with
+// prefix waits for a lock (a test signal, not a timing assertion).
+func waitForLockWait(t *testing.T, db *store.DB, prefix string) {
+	t.Helper()
+	for range 2000 {
+		var n int
+		if err := db.Writer().QueryRowContext(t.Context(), `SELECT count(*) FROM pg_stat_activity
+		WHERE wait_event_type = 'Lock' AND ltrim(query) LIKE $1`, prefix+"%").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no statement %q ever waited for a lock", prefix)
 }

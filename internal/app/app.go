@@ -263,6 +263,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Webhooks:         a.Service,
 		History:          a.Service,
 		Segments:         a.Service,
+		Campaigns:        a.Service,
 		AdminService:     a.Service,
 		AdminToken:       cfg.AdminToken,
 		Metrics:          a.apiMetrics(),

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -53,9 +52,11 @@ func killMidCampaign(t *testing.T, nodeEnv []string, newClient func(string, ...c
 		t.Fatal(err)
 	}
 	// TRANSACTIONAL: the test runs at any hour; the window has its own tests.
-	body, _ := json.Marshal(map[string]any{"name": "Crash", "segment_id": seg.ID, "type": parley.TypeTransactional, "body": "Your order shipped."})
-	var camp campaignJSON
-	doJSON(t, c, "POST", "/campaigns", body, http.StatusCreated, &camp)
+	camp, err := c.CreateCampaign(ctx, parley.CampaignCreate{Name: parley.Some("Crash"), SegmentID: parley.Some(seg.ID),
+		Type: parley.Some(parley.TypeTransactional), Body: parley.Some("Your order shipped.")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	api.kill()
 
 	// Killed while the audience is written: the node is killed as soon as
@@ -81,14 +82,15 @@ func killMidCampaign(t *testing.T, nodeEnv []string, newClient func(string, ...c
 		last = append(last, startProcess(t, nodeEnv, args...))
 	}
 	lc := newClient(last[0].URL)
-	path := fmt.Sprintf("/campaigns/%d", camp.ID)
 	deadline = time.Now().Add(240 * time.Second) // River's rescuer takes the killed node's job after ~40 s
 	for camp.Status != parley.CampaignCompleted || camp.Stats.Delivered != members {
 		if time.Now().After(deadline) {
 			t.Fatalf("campaign not delivered: %+v", camp)
 		}
 		time.Sleep(100 * time.Millisecond)
-		doJSON(t, lc, "GET", path, nil, http.StatusOK, &camp)
+		if camp, err = lc.GetCampaign(ctx, camp.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want := parley.CampaignStats{Recipients: members + optedOut, SkippedUnsubscribed: optedOut, Delivered: members}
 	if camp.Stats != want {
@@ -154,12 +156,6 @@ func freshSends(logs string) int {
 // writing a campaign's audience.
 const campaignResolvingLog = "campaign: resolving"
 
-type campaignJSON struct {
-	ID     int64                `json:"id"`
-	Status string               `json:"status"`
-	Stats  parley.CampaignStats `json:"stats"`
-}
-
 // createUsers creates consenting contacts and opted-out ones, all in ZIP
 // 10001, 16 at a time.
 func createUsers(t *testing.T, c *client.Client, consenting, optedOut int) {
@@ -191,24 +187,6 @@ func createUsers(t *testing.T, c *client.Client, consenting, optedOut int) {
 	case err := <-errs:
 		t.Fatal(err)
 	default:
-	}
-}
-
-func doJSON(t *testing.T, c *client.Client, method, path string, body []byte, want int, out any) {
-	t.Helper()
-	ct := ""
-	if body != nil {
-		ct = "application/json"
-	}
-	resp, err := c.Do(t.Context(), method, path, body, ct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, resp.Body)
-	}
-	if err := json.Unmarshal(resp.Body, out); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -53,13 +52,8 @@ type CampaignResult struct {
 	ServerCPUS     float64 `json:"server_cpu_s,omitempty"`
 }
 
-// campaign is the part of the API's Campaign the run reads.
-type campaign struct {
-	ID     int64                `json:"id"`
-	Status string               `json:"status"`
-	SendAt time.Time            `json:"send_at"`
-	Stats  parley.CampaignStats `json:"stats"`
-}
+// campaign is the campaign as the run last read it.
+type campaign struct{ *parley.Campaign }
 
 // written reports whether every consenting member's message exists.
 func (c *campaign) written() bool {
@@ -118,12 +112,13 @@ func RunCampaign(ctx context.Context, o Options, probeRate float64) (*CampaignRe
 		cpu0, _ = o.Server.usage()
 	}
 	sendAt := time.Now().Add(campaignLead).UTC().Truncate(time.Second)
-	body, _ := json.Marshal(map[string]any{"name": "Bench " + r.runID, "segment_id": seg.ID, "type": parley.TypeMarketing,
-		"body": "Acme: 20% off everything this weekend. Reply STOP to opt out.", "send_at": sendAt.Format(time.RFC3339)})
-	var camp campaign
-	if err := callJSON(ctx, c, "POST", "/campaigns", body, http.StatusCreated, &camp); err != nil {
+	created, err := c.CreateCampaign(ctx, parley.CampaignCreate{Name: parley.Some("Bench " + r.runID), SegmentID: parley.Some(seg.ID),
+		Type: parley.Some(parley.TypeMarketing), Body: parley.Some("Acme: 20% off everything this weekend. Reply STOP to opt out."),
+		SendAt: parley.Some(sendAt.Format(time.RFC3339))})
+	if err != nil {
 		return nil, fmt.Errorf("creating the campaign: %w", err)
 	}
+	camp := campaign{Campaign: created}
 	r.progressf("campaign %d scheduled for %s\n", camp.ID, sendAt.Format(time.TimeOnly))
 
 	probeCtx, stopProbes := context.WithCancel(ctx)
@@ -131,7 +126,6 @@ func RunCampaign(ctx context.Context, o Options, probeRate float64) (*CampaignRe
 	var probing sync.WaitGroup
 	probing.Go(func() { r.probe(probeCtx, c, sendAt, probeRate, probes) })
 
-	path := "/campaigns/" + strconv.FormatInt(camp.ID, 10)
 	deadline := sendAt.Add(10 * time.Minute)
 	for !camp.done() {
 		if time.Now().After(deadline) {
@@ -144,10 +138,12 @@ func RunCampaign(ctx context.Context, o Options, probeRate float64) (*CampaignRe
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		if err := callJSON(ctx, c, "GET", path, nil, http.StatusOK, &camp); err != nil {
+		got, err := c.GetCampaign(ctx, camp.ID)
+		if err != nil {
 			stopProbes()
 			return nil, err
 		}
+		camp.Campaign = got
 		if res.WrittenS == 0 && camp.written() {
 			res.WrittenS = round(time.Since(sendAt).Seconds(), 2)
 			r.progressf("all %d messages written after %.2fs\n", camp.Stats.Recipients, res.WrittenS)
@@ -239,23 +235,6 @@ func statusOf(err error) int {
 		return e.StatusCode
 	}
 	return 0
-}
-
-// callJSON sends a signed request and decodes an answer of status want
-// into out.
-func callJSON(ctx context.Context, c *client.Client, method, path string, body []byte, want int, out any) error {
-	ct := ""
-	if body != nil {
-		ct = "application/json"
-	}
-	resp, err := c.Do(ctx, method, path, body, ct)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, excerpt(resp.Body))
-	}
-	return json.Unmarshal(resp.Body, out)
 }
 
 // WriteText prints the result for a terminal.

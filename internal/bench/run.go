@@ -130,12 +130,6 @@ type runner struct {
 // Run seeds what the scenario needs, runs it and returns the result. The
 // context cuts a run short; what was measured until then is returned.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if o.Timeout == 0 {
-		o.Timeout = 30 * time.Second
-	}
-	if o.tick == 0 {
-		o.tick = time.Second
-	}
 	r, workers, err := newRunner(ctx, o)
 	if err != nil {
 		return nil, err
@@ -201,6 +195,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // newRunner checks o and returns a runner for it with its workers, one
 // per connection; the caller closes their connections.
 func newRunner(ctx context.Context, o Options) (*runner, []*worker, error) {
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.tick == 0 {
+		o.tick = time.Second
+	}
 	if err := o.Check(); err != nil {
 		return nil, nil, err
 	}

@@ -91,6 +91,7 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, c := range due {
+		s.logger.Info("campaign: resolving", "brand_id", c.BrandID, "campaign_id", c.ID)
 		err := s.db.WithTx(ctx, func(tx *store.Tx) error {
 			written, err := tx.ResolveCampaign(ctx, c, store.Audience{SegmentID: c.SegmentID})
 			if err != nil {

@@ -26,6 +26,7 @@ import (
 	_ "gocloud.dev/blob/s3blob"    // s3:// buckets (AWS and S3-compatible stores)
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/console"
 	"github.com/parleyhq/parley/internal/delivery"
 	"github.com/parleyhq/parley/internal/delivery/sim"
 	"github.com/parleyhq/parley/internal/delivery/twilio"
@@ -129,6 +130,8 @@ type App struct {
 	Bucket   *blob.Bucket
 	Service  *service.Service
 	Importer *service.Importer
+	// Operators signs operators in to the console (D19).
+	Operators *service.Operators
 	Server   *httpapi.Server
 	Metrics  *metrics.Metrics
 	Provider delivery.Provider
@@ -239,6 +242,18 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Metrics.AddDBPools(a.DB.Pools())
 	if a.tracer, err = openTracing(ctx, os.Getenv, cfg.Logger); err != nil {
 		return nil, err
+	}
+	// The operator console (D19) on the API's port; a worker node serves
+	// only health and metrics.
+	a.Operators = service.NewOperators(a.Service)
+	if cfg.Role != "worker" {
+		if extra == nil {
+			extra = map[string]http.Handler{}
+		}
+		con := console.New(console.Config{Service: a.Service, Operators: a.Operators, Logger: cfg.Logger, Now: cfg.Now})
+		for pattern, h := range con.Routes() {
+			extra[pattern] = h
+		}
 	}
 	var trace func(http.Handler) http.Handler
 	if a.tracer != nil {

@@ -130,13 +130,14 @@ type App struct {
 	Bucket   *blob.Bucket
 	Service  *service.Service
 	Importer *service.Importer
-	// Operators signs operators in to the console (D19).
-	Operators *service.Operators
 	Server   *httpapi.Server
 	Metrics  *metrics.Metrics
 	Provider delivery.Provider
 	Sim      *sim.Provider // when Provider is the simulator
 	Config   Config
+
+	// Operators signs operators in to the console (D19).
+	Operators *service.Operators
 
 	stop context.CancelFunc
 	done chan struct{}

@@ -81,11 +81,11 @@ type Config struct {
 // Console is the console's HTTP handler.
 type Console struct {
 	Config
-	pages   []*Page
-	base    *template.Template
+	pages []*Page
+	base  *template.Template
 	// errorTmpl shows errors and the pages that are no registered page.
 	errorTmpl *template.Template
-	handler http.Handler
+	handler   http.Handler
 }
 
 // New builds the console with every registered page.

@@ -73,7 +73,9 @@ const Prefix = "/console/"
 type Config struct {
 	Service   *service.Service
 	Operators *service.Operators
-	Logger    *slog.Logger
+	// Importer runs the Imports page's CSV imports (issue #7).
+	Importer *service.Importer
+	Logger   *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

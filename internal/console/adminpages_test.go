@@ -167,3 +167,5 @@ func TestAdminPagesAccess(t *testing.T) {
 		}
 	}
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -178,11 +178,11 @@ func TestWebhooksBadInput(t *testing.T) {
 		form  url.Values
 		field string
 	}{
-		"not http":       {url.Values{"url": {"ftp://example.com/x"}, "all_events": {"1"}}, "url"},
-		"no url":         {url.Values{"url": {""}, "all_events": {"1"}}, "url"},
-		"no event type":  {url.Values{"url": {"https://example.com/x"}}, "event_types"},
-		"unknown type":   {url.Values{"url": {"https://example.com/x"}, "event_types": {"user.exploded"}}, "event_types"},
-		"long text":      {url.Values{"url": {"https://example.com/x"}, "all_events": {"1"}, "description": {strings.Repeat("x", 5000)}}, "description"},
+		"not http":      {url.Values{"url": {"ftp://example.com/x"}, "all_events": {"1"}}, "url"},
+		"no url":        {url.Values{"url": {""}, "all_events": {"1"}}, "url"},
+		"no event type": {url.Values{"url": {"https://example.com/x"}}, "event_types"},
+		"unknown type":  {url.Values{"url": {"https://example.com/x"}, "event_types": {"user.exploded"}}, "event_types"},
+		"long text":     {url.Values{"url": {"https://example.com/x"}, "all_events": {"1"}, "description": {strings.Repeat("x", 5000)}}, "description"},
 	} {
 		p := w.post("/console/webhooks", c.form)
 		wantSpan := `<span id="` + c.field + `-error" class="field-error">`

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/parleyhq/parley"
 )
 
@@ -169,3 +171,15 @@ func TestAdminPagesAccess(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Value returns the value of the field labelled label.
+func (b *browser) Value(label string) string {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(`+string(labelled(label))+`).value`))
+	if err != nil {
+		b.t.Fatalf("browser: value of %q: %v", label, err)
+	}
+	return v
+}

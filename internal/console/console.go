@@ -75,7 +75,10 @@ type Config struct {
 	Operators *service.Operators
 	// Importer runs the Imports page's CSV imports (issue #7).
 	Importer *service.Importer
-	Logger   *slog.Logger
+	// UploadTimeout is how long an admin's CSV upload may take to arrive
+	// (the API's --upload-timeout); 0 means 10 min.
+	UploadTimeout time.Duration
+	Logger        *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

@@ -1,11 +1,13 @@
 package console
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/parleyhq/parley"
 )
@@ -71,6 +73,9 @@ func importsUpload(c *Ctx) error {
 		}
 		return c.renderImports(status, d, parley.ErrorMessage(err))
 	}
+	// The server gives a body --body-timeout; a signed-in admin's file
+	// gets the API's upload time, as a signed POST /imports does (#15).
+	http.NewResponseController(c.W).SetReadDeadline(time.Now().Add(cmp.Or(c.console.UploadTimeout, 10*time.Minute)))
 	if max := c.console.Importer.MaxSize; max > 0 {
 		c.R.Body = http.MaxBytesReader(c.W, c.R.Body, max+1<<20) // the form's other fields
 	}

@@ -255,4 +255,6 @@ func TestBrowserWebhook(t *testing.T) {
 	b.checkPage()
 	b.Phone()
 	b.checkPage()
+	b.Go("/console/webhooks") // the list and its form of event types
+	b.checkPage()
 }

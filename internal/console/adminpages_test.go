@@ -183,3 +183,44 @@ func (b *browser) Value(label string) string {
 	}
 	return v
 }
+
+// TestAdminFormsCrossOriginRefused: the admin pages' forms posted from
+// another site, with an admin's cookie, are refused and change nothing
+// (D19, http.CrossOriginProtection).
+func TestAdminFormsCrossOriginRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := e.adminFixtures(t)
+	w := e.signedIn(t, "admin@a.example")
+	before := e.adminState(t)
+	for _, c := range []struct {
+		path string
+		form url.Values
+	}{
+		{"/console/webhooks", url.Values{"url": {"https://evil.example/"}, "all_events": {"1"}}},
+		{"/console/webhooks/" + itoa(f.WebhookID), url.Values{"action": {"delete"}}},
+		{"/console/settings", settingsForm("window_start", "00:00", "window_end", "00:00")},
+		{"/console/settings/operators", url.Values{"action": {"add"}, "email": {"evil@a.example"}, "role": {"admin"}, "password": {password}}},
+		{"/console/settings/operators", url.Values{"action": {"remove"}, "id": {itoa(e.AgentA.ID)}}},
+	} {
+		for _, h := range [][]string{{"Sec-Fetch-Site", "cross-site"}, {"Origin", "https://evil.example"}} {
+			if p := w.post(c.path, c.form, h...); p.Status != http.StatusForbidden {
+				t.Errorf("cross-origin POST %s (%s): %d, want 403", c.path, h[0], p.Status)
+			}
+		}
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "evil.csv")
+	fw.Write([]byte("phone_number\n+14155550199\n"))
+	mw.Close()
+	req, _ := http.NewRequest("POST", w.base+"/console/imports", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	if p := w.do(req); p.Status != http.StatusForbidden {
+		t.Errorf("cross-origin upload: %d, want 403", p.Status)
+	}
+	if after := e.adminState(t); after != before {
+		t.Errorf("cross-origin posts changed the database:\nbefore %s\nafter  %s", before, after)
+	}
+}

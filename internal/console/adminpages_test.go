@@ -141,7 +141,7 @@ func TestAdminPagesAccess(t *testing.T) {
 			t.Errorf("GET %s as brand B's admin: %d, want 404", p, pg.Status)
 		}
 	}
-	for _, action := range []string{"test", "delete", "retry"} {
+	for _, action := range []string{"test", "delete", "retry", "disable"} {
 		if pg := b.post("/console/webhooks/"+wh, url.Values{"action": {action}, "delivery": {"1"}}); pg.Status != http.StatusNotFound {
 			t.Errorf("POST %s on brand A's endpoint as brand B's admin: %d, want 404", action, pg.Status)
 		}

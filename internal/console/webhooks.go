@@ -11,7 +11,7 @@ import (
 )
 
 // The Webhooks page (D19, D11, issue #18): the brand's endpoints (list,
-// create, delete), each endpoint's delivery log with a Retry button per
+// create, disable or enable, delete), each endpoint's delivery log with a Retry button per
 // delivery that did not arrive, and "Send test event". The same service as
 // the v1 /webhooks API; admins only.
 func init() {
@@ -185,7 +185,7 @@ func webhookDeliveries(c *Ctx) error {
 }
 
 // webhookAction is the endpoint page's buttons: send a test event, retry
-// a delivery, delete the endpoint.
+// a delivery, disable or enable the endpoint, delete it.
 func webhookAction(c *Ctx) error {
 	w, err := c.findWebhook()
 	if err != nil {
@@ -207,6 +207,14 @@ func webhookAction(c *Ctx) error {
 			return err
 		}
 		return c.Redirect(path + "?done=retry")
+	case "enable", "disable":
+		// An endpoint that answered 410 or failed for days is disabled
+		// (D11); the admin turns it back on here once it is mended.
+		in := parley.WebhookUpdate{Disabled: parley.Some(c.Form("action") == "disable")}
+		if _, err := c.Service.UpdateWebhook(c, c.consoleOrigin(), c.BrandID(), w.ID, in); err != nil {
+			return err
+		}
+		return c.Redirect(path)
 	case "delete":
 		if _, err := c.Service.DeleteWebhook(c, c.consoleOrigin(), c.BrandID(), w.ID); err != nil {
 			return err

@@ -58,7 +58,7 @@ var (
 // TestWebhooksPage: an admin adds an endpoint (its secret shown once),
 // sends a test event and sees its delivery in the log; a failed delivery
 // shows its response code and a Retry button that sends it again; the
-// endpoint is deleted (D11, D19).
+// endpoint is disabled, enabled again and deleted (D11, D19).
 func TestWebhooksPage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -122,9 +122,33 @@ func TestWebhooksPage(t *testing.T) {
 	if n := rcv.got.Load(); n < 3 {
 		t.Fatalf("after Retry the receiver got %d events, want 3", n)
 	}
-	ds, _, err := e.App.Service.ListWebhookDeliveries(e.Ctx, e.BrandA.ID, hooks[0].ID, 10, "")
+	// The attempt is logged once the receiver has answered.
+	var ds []*parley.WebhookDelivery
+	for {
+		ds, _, err = e.App.Service.ListWebhookDeliveries(e.Ctx, e.BrandA.ID, hooks[0].ID, 10, "")
+		if err != nil || len(ds) >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err != nil || len(ds) < 3 || ds[0].Outcome != "delivered" || ds[0].EventID != ds[1].EventID {
 		t.Errorf("deliveries after Retry: %d (%v), want the failed event delivered again", len(ds), err)
+	}
+
+	for _, c := range []struct {
+		action, button string
+		disabled       bool
+	}{{"disable", "Enable endpoint", true}, {"enable", "Disable endpoint", false}} {
+		p = w.post("/console/webhooks/"+id, url.Values{"action": {c.action}})
+		if p.Status != http.StatusSeeOther || p.Location != "/console/webhooks/"+id {
+			t.Fatalf("%s: %d %q", c.action, p.Status, p.Location)
+		}
+		if wh, _ := e.App.Service.FindWebhook(e.Ctx, e.BrandA.ID, hooks[0].ID); wh.Disabled != c.disabled {
+			t.Errorf("after %s: disabled = %v", c.action, wh.Disabled)
+		}
+		if p := w.get("/console/webhooks/" + id); !strings.Contains(p.Body, ">"+c.button+"</button>") {
+			t.Errorf("after %s the page lacks the button %s", c.action, c.button)
+		}
 	}
 
 	p = w.post("/console/webhooks/"+id, url.Values{"action": {"delete"}})

@@ -73,6 +73,8 @@ const Prefix = "/console/"
 type Config struct {
 	Service   *service.Service
 	Operators *service.Operators
+	// Dashboard reads the dashboard's figures; nil makes one on Service.
+	Dashboard *service.Dashboard
 	Logger    *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -96,6 +98,9 @@ func New(cfg Config) *Console {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Dashboard == nil {
+		c.Dashboard = service.NewDashboard(c.Service)
 	}
 	c.base = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	mux := http.NewServeMux()

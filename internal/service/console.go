@@ -1,0 +1,203 @@
+package service
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/phone"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// The console's reads (D19): contact search, the inbox and the dashboard.
+
+// SearchLimit is how many contacts a console search shows.
+const SearchLimit = 50
+
+// SearchContacts finds the brand's contacts by phone, email or name, each
+// through an index (migration 00015):
+//   - an email (it holds "@"): the contacts with that email, in any case;
+//   - digits (with + ( ) - . and spaces): a full number, in any form D5
+//     takes, or the beginning of one in E.164 ("+1415", "1415");
+//   - words: a name: one word is the beginning of a first or last name,
+//     two or more are a first name and the beginning of the last.
+//
+// An empty query gives the newest contacts.
+func (s *Service) SearchContacts(ctx context.Context, brandID int64, q string) ([]*parley.User, error) {
+	q = strings.TrimSpace(q)
+	switch {
+	case q == "":
+		return s.db.RecentUsers(ctx, brandID, SearchLimit)
+	case strings.Contains(q, "@"):
+		return s.db.UsersByEmail(ctx, brandID, strings.ToLower(q), SearchLimit)
+	case isPhoneQuery(q):
+		if e164, ok := phone.Normalize(q, s.PhoneMode); ok {
+			return s.db.UsersByPhoneRange(ctx, brandID, e164, prefixEnd(e164), SearchLimit)
+		}
+		digits := strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return r
+			}
+			return -1
+		}, q)
+		lo := "+" + digits
+		return s.db.UsersByPhoneRange(ctx, brandID, lo, prefixEnd(lo), SearchLimit)
+	}
+	words := strings.Fields(strings.ToLower(q))
+	if len(words) == 1 {
+		w := words[0]
+		byFirst, err := s.db.UsersByNameRange(ctx, brandID, "first_name", w, prefixEnd(w), "", SearchLimit)
+		if err != nil {
+			return nil, err
+		}
+		byLast, err := s.db.UsersByNameRange(ctx, brandID, "last_name", w, prefixEnd(w), "", SearchLimit)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[int64]bool{}
+		out := make([]*parley.User, 0, SearchLimit)
+		for _, u := range append(byFirst, byLast...) {
+			if !seen[u.ID] && len(out) < SearchLimit {
+				seen[u.ID] = true
+				out = append(out, u)
+			}
+		}
+		return out, nil
+	}
+	last := strings.Join(words[1:], " ")
+	return s.db.UsersByNameRange(ctx, brandID, "last_name", last, prefixEnd(last), words[0], SearchLimit)
+}
+
+// isPhoneQuery reports whether q looks like (part of) a phone number.
+func isPhoneQuery(q string) bool {
+	digits := 0
+	for _, r := range q {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case strings.ContainsRune("+()-. ", r):
+		default:
+			return false
+		}
+	}
+	return digits > 0
+}
+
+// prefixEnd returns the least string greater than every string that
+// begins with p, in byte order ("" when there is none): [p, prefixEnd(p))
+// is p's range in an index. A digit 9 carries, so the bound stays a
+// number ("+1419" → "+142").
+func prefixEnd(p string) string {
+	for len(p) > 0 {
+		r, size := utf8.DecodeLastRuneInString(p)
+		p = p[:len(p)-size]
+		if r == '9' && len(p) > 0 && unicode.IsDigit(rune(p[len(p)-1])) {
+			continue
+		}
+		if r < utf8.MaxRune && r != utf8.RuneError {
+			return p + string(r+1)
+		}
+	}
+	return ""
+}
+
+// InboxLimit is how many waiting contacts the inbox shows.
+const InboxLimit = 100
+
+// Inbox returns the brand's contacts whose latest text has no reply sent
+// after it, newest first.
+func (s *Service) Inbox(ctx context.Context, brandID int64) ([]InboxEntry, error) {
+	return s.db.Inbox(ctx, brandID, InboxLimit)
+}
+
+// DashboardStats are the figures of the console's dashboard.
+type DashboardStats struct {
+	Contacts, OptedIn, OptedOut int64
+	// Last24h counts the messages created in the last 24 hours by status.
+	Last24h map[string]int64
+	// Since is the start of the first hour of Sent and Delivered: 7 days
+	// of hourly counts of outbound messages sent and delivered.
+	Since           time.Time
+	Sent, Delivered []int64
+	// At is when the figures were read.
+	At time.Time
+}
+
+// ChartHours is the dashboard chart's span: 7 days.
+const ChartHours = 7 * 24
+
+// Dashboard reads the dashboard's figures, at most DashboardTTL old: the
+// counts read a brand's index of contacts (a million entries take tens of
+// ms), so a console left open, or many operators, do not read it again on
+// every view.
+type Dashboard struct {
+	s *Service
+	// TTL is how long figures are kept; 0 means 30 s.
+	TTL time.Duration
+
+	mu    sync.Mutex
+	cache map[int64]*DashboardStats
+}
+
+// NewDashboard returns the dashboard reads on s.
+func NewDashboard(s *Service) *Dashboard {
+	return &Dashboard{s: s, cache: map[int64]*DashboardStats{}}
+}
+
+// Stats returns the brand's figures.
+func (d *Dashboard) Stats(ctx context.Context, brandID int64) (*DashboardStats, error) {
+	now := d.s.db.Now()
+	d.mu.Lock()
+	st := d.cache[brandID]
+	d.mu.Unlock()
+	if st != nil && now.Sub(st.At) < or(d.TTL, 30*time.Second) && !now.Before(st.At) {
+		return st, nil
+	}
+	st, err := d.read(ctx, brandID, now)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	if len(d.cache) > 10_000 { // many brands: keep memory bounded
+		clear(d.cache)
+	}
+	d.cache[brandID] = st
+	d.mu.Unlock()
+	return st, nil
+}
+
+func (d *Dashboard) read(ctx context.Context, brandID int64, now time.Time) (*DashboardStats, error) {
+	st := &DashboardStats{At: now}
+	c, err := d.s.db.CountContacts(ctx, brandID)
+	if err != nil {
+		return nil, err
+	}
+	st.Contacts, st.OptedIn, st.OptedOut = c.Total, c.OptedIn, c.OptedOut
+	day := now.Add(-24 * time.Hour)
+	from, err := d.s.db.FirstMessageIDSince(ctx, brandID, day)
+	if err != nil {
+		return nil, err
+	}
+	if st.Last24h, err = d.s.db.MessageStatusCounts(ctx, brandID, from, day); err != nil {
+		return nil, err
+	}
+	st.Since = now.Truncate(time.Hour).Add(-(ChartHours - 1) * time.Hour)
+	// A message is sent after it is created: one created a day before the
+	// chart starts (held for a sending window) may be sent within it.
+	from, err = d.s.db.FirstMessageIDSince(ctx, brandID, st.Since.Add(-24*time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	st.Sent, st.Delivered, err = d.s.db.HourlySentDelivered(ctx, brandID, from, st.Since, ChartHours)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// InboxEntry is a contact waiting for an answer and when their text came.
+type InboxEntry = store.InboxEntry

@@ -21,8 +21,9 @@ const SearchLimit = 50
 // SearchContacts finds the brand's contacts by phone, email or name, each
 // through an index (migration 00015):
 //   - an email (it holds "@"): the contacts with that email, in any case;
-//   - digits (with + ( ) - . and spaces): a full number, in any form D5
-//     takes, or the beginning of one in E.164 ("+1415", "1415");
+//   - digits (with + ( ) - . and spaces): a number, whole or its
+//     beginning, with its country code or, without a "+", a North
+//     American one ("+1 415 555", "(415) 555-0123", "1617");
 //   - words: a name: one word is the beginning of a first or last name,
 //     two or more are a first name and the beginning of the last.
 //
@@ -44,7 +45,12 @@ func (s *Service) SearchContacts(ctx context.Context, brandID int64, q string) (
 			}
 			return -1
 		}, q)
+		// Without a "+", a number is North American unless it starts with
+		// its country code 1: "(415) 555-0123" and "1415555" both work.
 		lo := "+" + digits
+		if !strings.HasPrefix(q, "+") && !strings.HasPrefix(digits, "1") {
+			lo = "+1" + digits
+		}
 		return s.db.UsersByPhoneRange(ctx, brandID, lo, prefixEnd(lo), SearchLimit)
 	}
 	words := strings.Fields(strings.ToLower(q))

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -269,5 +270,56 @@ func TestDashboard(t *testing.T) {
 	p = w.get("/console/")
 	if !strings.Contains(p.Body, "<td>0</td><td>0</td><td>0</td>") || !strings.Contains(p.Body, "1 sent, 1 delivered") {
 		t.Errorf("a day later:\n%s", p.Body)
+	}
+}
+
+// TestContactPage: a contact's page shows the fields, custom data, the
+// location with the local time in the D17 zone (the ZIP's, else the
+// number's area code's, else the brand's), the history (D18), and the
+// conversation with the newest message at the bottom.
+func TestContactPage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.MustCreateField(t, &parley.CustomField{BrandID: e.BrandA.ID, FieldName: "Tier", CustomDataType: parley.CustomString})
+	e.SetNow(time.Date(2026, 11, 25, 18, 30, 0, 0, time.UTC))
+	sf := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+16175550100"), UserFields: parley.UserFields{
+		FirstName: parley.Some("Sam"), PostalCode: parley.Some("94103"), MessagingConsent: parley.Some(true),
+		CustomData: parley.Some(json.RawMessage(`{"tier":"gold"}`))}})
+	bos := e.contact(t, false, "+16175550101", "Bo", "", "", nil)
+	w := e.signedIn(t, "agent@a.example")
+	for _, m := range []string{"first text", "second text"} {
+		if _, err := e.A.SimulateInbound(e.Ctx, parley.SimulatedInbound{From: parley.Some("+16175550100"), Body: parley.Some(m)}); err != nil {
+			t.Fatal(err)
+		}
+		e.Advance(time.Minute)
+	}
+	p := w.get(fmt.Sprintf("/console/contacts/%d", sf.ID))
+	for _, want := range []string{"<h1>Sam</h1>", "+16175550100", "opted in", "<td>tier</td><td>gold</td>",
+		"San Francisco", "Wed 10:32 PST</b> (America/Los_Angeles)", // the ZIP's zone, not the 617 area code's
+		"<td>messaging_consent</td><td>null</td><td>true</td><td>api</td>", "<td>custom_data.tier</td>"} {
+		if !strings.Contains(p.Body, want) {
+			t.Errorf("contact page lacks %q", want)
+		}
+	}
+	if i, j := strings.Index(p.Body, "first text"), strings.Index(p.Body, "second text"); i < 0 || j < i {
+		t.Errorf("conversation: want the newest at the bottom (first at %d, second at %d)", i, j)
+	}
+	p = w.get(fmt.Sprintf("/console/contacts/%d", bos.ID))
+	if !strings.Contains(p.Body, "(America/New_York)") || !strings.Contains(p.Body, "No postal code.") {
+		t.Errorf("a contact without a ZIP: want the 617 area code's zone")
+	}
+}
+
+// TestBrowserOtherBrandContact: an operator who opens another brand's
+// contact sees Not found, and nothing of the contact (D19).
+func TestBrowserOtherBrandContact(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.contact(t, false, "+14155550123", "Ada", "Lovelace", "", nil)
+	b := newBrowser(t, e.Server.URL)
+	b.signIn("admin@b.example", password)
+	b.Go(fmt.Sprintf("/console/contacts/%d", u.ID))
+	if h, txt := b.H1(), b.Text(); h != "Not found" || strings.Contains(txt, "Lovelace") {
+		t.Fatalf("brand B opens brand A's contact: %q\n%s", h, txt)
 	}
 }

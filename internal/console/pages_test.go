@@ -323,3 +323,35 @@ func TestBrowserOtherBrandContact(t *testing.T) {
 		t.Fatalf("brand B opens brand A's contact: %q\n%s", h, txt)
 	}
 }
+
+// TestDashboardFiguresRefresh: the dashboard's figures are kept 30 s;
+// older ones are shown while a refresh runs, up to 5 minutes, after which
+// a view waits for fresh ones.
+func TestDashboardFiguresRefresh(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.contact(t, false, "+14155550121", "One", "", "", nil)
+	w := e.signedIn(t, "admin@a.example")
+	if p := w.get("/console/"); !strings.Contains(p.Body, "<b>1</b> contacts") {
+		t.Fatalf("dashboard: want 1 contact")
+	}
+	e.contact(t, false, "+14155550122", "Two", "", "", nil)
+	e.Advance(10 * time.Second)
+	if p := w.get("/console/"); !strings.Contains(p.Body, "<b>1</b> contacts") {
+		t.Errorf("figures 10 s old were read again")
+	}
+	e.Advance(25 * time.Second) // 35 s: stale, refreshed in the background
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if p := w.get("/console/"); strings.Contains(p.Body, "<b>2</b> contacts") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("stale figures were never refreshed")
+		}
+	}
+	e.contact(t, false, "+14155550123", "Three", "", "", nil)
+	e.Advance(6 * time.Minute) // too old to show: read at once
+	if p := w.get("/console/"); !strings.Contains(p.Body, "<b>3</b> contacts") {
+		t.Errorf("figures 6 minutes old were shown")
+	}
+}

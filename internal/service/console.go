@@ -136,44 +136,85 @@ type DashboardStats struct {
 // ChartHours is the dashboard chart's span: 7 days.
 const ChartHours = 7 * 24
 
-// Dashboard reads the dashboard's figures, at most DashboardTTL old: the
-// counts read a brand's index of contacts (a million entries take tens of
-// ms), so a console left open, or many operators, do not read it again on
-// every view.
+// Dashboard reads the dashboard's figures, at most TTL old: the counts
+// read a brand's index of contacts (a million entries take tens to
+// hundreds of ms), so a console left open, or many operators, do not read
+// it again on every view. Figures older than TTL but younger than MaxStale
+// are shown while one refresh runs in the background, so only the first
+// view of a brand on a node, or one after a long quiet spell, waits for them.
 type Dashboard struct {
 	s *Service
-	// TTL is how long figures are kept; 0 means 30 s.
-	TTL time.Duration
+	// TTL is how long figures are fresh; 0 means 30 s. MaxStale is how old
+	// they may be shown while a refresh runs; 0 means 5 min.
+	TTL, MaxStale time.Duration
 
 	mu    sync.Mutex
-	cache map[int64]*DashboardStats
+	cache map[int64]*dashEntry
+}
+
+type dashEntry struct {
+	st         *DashboardStats
+	refreshing bool
 }
 
 // NewDashboard returns the dashboard reads on s.
 func NewDashboard(s *Service) *Dashboard {
-	return &Dashboard{s: s, cache: map[int64]*DashboardStats{}}
+	return &Dashboard{s: s, cache: map[int64]*dashEntry{}}
 }
 
 // Stats returns the brand's figures.
 func (d *Dashboard) Stats(ctx context.Context, brandID int64) (*DashboardStats, error) {
 	now := d.s.db.Now()
 	d.mu.Lock()
-	st := d.cache[brandID]
-	d.mu.Unlock()
-	if st != nil && now.Sub(st.At) < or(d.TTL, 30*time.Second) && !now.Before(st.At) {
-		return st, nil
+	e := d.cache[brandID]
+	if e != nil && !now.Before(e.st.At) {
+		age := now.Sub(e.st.At)
+		if age < or(d.TTL, 30*time.Second) || e.refreshing && age < or(d.MaxStale, 5*time.Minute) {
+			d.mu.Unlock()
+			return e.st, nil
+		}
+		if age < or(d.MaxStale, 5*time.Minute) {
+			e.refreshing = true
+			d.mu.Unlock()
+			go d.refresh(context.WithoutCancel(ctx), brandID, now)
+			return e.st, nil
+		}
 	}
+	d.mu.Unlock()
 	st, err := d.read(ctx, brandID, now)
 	if err != nil {
 		return nil, err
 	}
+	d.store(brandID, st)
+	return st, nil
+}
+
+func (d *Dashboard) refresh(ctx context.Context, brandID int64, now time.Time) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	st, err := d.read(ctx, brandID, now)
+	if err != nil {
+		d.s.logger.Warn("dashboard: refresh failed", "brand_id", brandID, "err", err)
+		d.mu.Lock()
+		if e := d.cache[brandID]; e != nil {
+			e.refreshing = false
+		}
+		d.mu.Unlock()
+		return
+	}
+	d.store(brandID, st)
+}
+
+func (d *Dashboard) store(brandID int64, st *DashboardStats) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if len(d.cache) > 10_000 { // many brands: keep memory bounded
 		clear(d.cache)
 	}
-	d.cache[brandID] = st
-	d.mu.Unlock()
-	return st, nil
+	if e := d.cache[brandID]; e != nil && e.st.At.After(st.At) {
+		return // a newer read landed first
+	}
+	d.cache[brandID] = &dashEntry{st: st}
 }
 
 func (d *Dashboard) read(ctx context.Context, brandID int64, now time.Time) (*DashboardStats, error) {

@@ -12,6 +12,8 @@ import (
 
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/parleyhq/parley"
 )
 
 // The browser harness: tests drive a headless Chromium through the
@@ -289,4 +291,52 @@ func TestBrowserWrongPasswordThrottled(t *testing.T) {
 	if txt := b.Text(); !strings.Contains(txt, "Too many failed sign-ins") {
 		t.Fatalf("right password after five wrong ones:\n%s", txt)
 	}
+}
+
+// TestBrowserReplyDelivered: the agent's main flow in Chromium (D19):
+// search a contact, open them, reply, and watch the reply's status go
+// from queued or sent to delivered without reloading (the simulator
+// reports delivery a second after the send, by the test's clock).
+func TestBrowserReplyDelivered(t *testing.T) {
+	t.Parallel()
+	e := startedEnv(t)
+	e.contact(t, false, "+14155550123", "Ada", "Lovelace", "ada@example.com", ptr(true))
+	e.contact(t, false, "+14155550124", "Adam", "Smith", "", ptr(true))
+	b := newBrowser(t, e.Server.URL)
+	b.signIn("agent@a.example", password)
+	b.Submit("Contacts")
+	if h := b.H1(); h != "Contacts" {
+		t.Fatalf("contacts page: %q", h)
+	}
+	b.Fill("Search by phone, name or email", "love")
+	b.Submit("Search")
+	if txt := b.Text(); !strings.Contains(txt, "1 contact found") || strings.Contains(txt, "Adam") {
+		t.Fatalf("search for love:\n%s", txt)
+	}
+	b.checkPage()
+	b.Submit("Ada Lovelace")
+	if h := b.H1(); h != "Ada Lovelace" {
+		t.Fatalf("contact page: %q", h)
+	}
+	b.Fill("Reply", "Your order has shipped.")
+	b.Submit("Send")
+	b.WaitText("Your order has shipped.")
+	b.checkPage()
+	e.waitStatus(t, e.mustFindUser(t, "+14155550123").ID, parley.StatusSent)
+	b.WaitText("sent") // the page shows it: queued, then sent
+	e.Advance(2 * time.Second)
+	b.WaitText("delivered")
+	if !strings.Contains(b.Location(), "/console/contacts/") {
+		t.Errorf("the page was left: %s", b.Location())
+	}
+}
+
+// mustFindUser finds brand A's contact by number.
+func (e *env) mustFindUser(t testing.TB, phone string) *parley.User {
+	t.Helper()
+	u, err := e.App.Service.FindUserByPhone(e.Ctx, e.BrandA.ID, phone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

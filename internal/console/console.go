@@ -73,6 +73,8 @@ const Prefix = "/console/"
 type Config struct {
 	Service   *service.Service
 	Operators *service.Operators
+	// Dashboard reads the dashboard's figures; nil makes one on Service.
+	Dashboard *service.Dashboard
 	// Importer runs the Imports page's CSV imports (issue #7).
 	Importer *service.Importer
 	// UploadTimeout is how long an admin's CSV upload may take to arrive
@@ -101,6 +103,9 @@ func New(cfg Config) *Console {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Dashboard == nil {
+		c.Dashboard = service.NewDashboard(c.Service)
 	}
 	c.base = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	mux := http.NewServeMux()

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -62,8 +63,9 @@ func (e *env) web(t testing.TB) *web {
 type page struct {
 	Status   int
 	Location string
-	Body     string
-	Header   http.Header
+	// Body is the HTML with its entities decoded.
+	Body   string
+	Header http.Header
 }
 
 func (w *web) do(req *http.Request) page {
@@ -74,7 +76,9 @@ func (w *web) do(req *http.Request) page {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return page{Status: resp.StatusCode, Location: resp.Header.Get("Location"), Body: string(b), Header: resp.Header}
+	// Entities decoded, so tests read text as shown ("+1415…", which
+	// html/template writes "&#43;1415…").
+	return page{Status: resp.StatusCode, Location: resp.Header.Get("Location"), Body: html.UnescapeString(string(b)), Header: resp.Header}
 }
 
 func (w *web) get(path string) page {

@@ -1,8 +1,11 @@
 package console
 
 import (
+	"encoding/json"
 	"html/template"
 	"time"
+
+	"github.com/parleyhq/parley"
 )
 
 // funcs are the template functions every page may use.
@@ -15,5 +18,38 @@ var funcs = template.FuncMap{
 			return ""
 		}
 		return t.UTC().Format("2006-01-02 15:04 MST")
+	},
+	// whenp formats an optional time ("" for none).
+	"whenp": func(t *parley.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04 MST")
+	},
+	// deref shows an optional string ("" for none).
+	"deref": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
+	// name is a contact's name, or their number.
+	"name": displayName,
+	// consent reads messaging_consent for people.
+	"consent": func(b *bool) string {
+		switch {
+		case b == nil:
+			return "not given"
+		case *b:
+			return "opted in"
+		}
+		return "opted out"
+	},
+	// raw shows a JSON value as text ("null" for none).
+	"raw": func(v json.RawMessage) string {
+		if len(v) == 0 {
+			return "null"
+		}
+		return string(v)
 	},
 }

@@ -26,7 +26,7 @@ func init() {
 		Path: "imports/{id}", Title: "Import", Admin: true,
 		Template: "import.html", Get: importPage,
 	})
-	// The progress section alone, which static/refresh.js polls.
+	// The progress section alone, which static/console.js polls.
 	Register(Page{
 		Path: "imports/{id}/progress", Title: "Import", Admin: true,
 		Template: "import.html", Get: importProgress,

@@ -48,7 +48,7 @@ func TestImportsUpload(t *testing.T) {
 	}
 	p = w.get(p.Location)
 	if p.Status != 200 || p.h1() != "Import of people.csv" || !strings.Contains(p.Body, "<progress") ||
-		!strings.Contains(p.Body, `data-refresh="/console/imports/`+m[1]+`/progress"`) {
+		!strings.Contains(p.Body, `data-refresh="/console/imports/`+m[1]+`/progress"`) || !strings.Contains(p.Body, "data-pending") {
 		t.Fatalf("import page before the job ran: %d %q\n%s", p.Status, p.h1(), p.Body)
 	}
 	e.startWorkers(t)
@@ -69,7 +69,7 @@ func TestImportsUpload(t *testing.T) {
 			t.Errorf("finished progress lacks %s:\n%s", want, p.Body)
 		}
 	}
-	if strings.Contains(p.Body, "data-refresh") || strings.Contains(p.Body, "<html") {
+	if strings.Contains(p.Body, "data-pending") || strings.Contains(p.Body, "<html") {
 		t.Errorf("a finished import's fragment still polls, or is a whole page:\n%s", p.Body)
 	}
 	p = w.get("/console/imports/" + m[1] + "/errors.csv")

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley"
 )
@@ -23,7 +24,7 @@ func init() {
 		Path: "webhooks/{id}", Title: "Webhook", Admin: true,
 		Template: "webhook.html", Get: webhookPage, Post: webhookAction,
 	})
-	// The delivery log alone, which static/refresh.js polls.
+	// The delivery log alone, which static/console.js polls.
 	Register(Page{
 		Path: "webhooks/{id}/deliveries", Title: "Webhook", Admin: true,
 		Template: "webhook.html", Get: webhookDeliveries,
@@ -137,6 +138,22 @@ type webhookData struct {
 	Deliveries []*parley.WebhookDelivery
 	// Notice says what the last button did.
 	Notice string
+	// Watch is the query of the log's refresh after a button queued an
+	// attempt ("after=12&until=1764…"); "" when nothing is awaited.
+	Watch string
+	// Pending says the awaited attempt is not in the log yet, so
+	// static/console.js keeps refreshing it.
+	Pending bool
+}
+
+// watchFor is how long the log is refreshed, at most, for an attempt a
+// button queued: a disabled or slow endpoint must not be polled forever.
+const watchFor = 2 * time.Minute
+
+// pending reports whether the log still lacks an attempt newer than
+// delivery id after, before until (Unix seconds).
+func (d *webhookData) pending(after, until int64, now time.Time) bool {
+	return now.Unix() < until && (len(d.Deliveries) == 0 || d.Deliveries[0].ID <= after)
 }
 
 // findWebhook reads the page's endpoint, scoped to the operator's brand.
@@ -162,11 +179,20 @@ func webhookPage(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	switch c.R.URL.Query().Get("done") {
+	q := c.R.URL.Query()
+	switch q.Get("done") {
 	case "test":
 		d.Notice = "A test event was queued; its delivery appears in the log below."
 	case "retry":
 		d.Notice = "The delivery was queued again; the new attempt appears in the log below."
+	}
+	if d.Notice != "" {
+		// Refresh the log until an attempt newer than the newest one
+		// before the button was pressed is in it.
+		after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
+		until := c.Now.Add(watchFor).Unix()
+		d.Watch = "after=" + strconv.FormatInt(after, 10) + "&until=" + strconv.FormatInt(until, 10)
+		d.Pending = d.pending(after, until, c.Now)
 	}
 	c.Title = "Webhook " + w.URL
 	return c.Render(d)
@@ -181,6 +207,10 @@ func webhookDeliveries(c *Ctx) error {
 	if err != nil {
 		return err
 	}
+	q := c.R.URL.Query()
+	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
+	until, _ := strconv.ParseInt(q.Get("until"), 10, 64)
+	d.Pending = d.pending(after, until, c.Now)
 	return c.Fragment("deliveries", d)
 }
 
@@ -192,21 +222,38 @@ func webhookAction(c *Ctx) error {
 		return err
 	}
 	path := "webhooks/" + strconv.FormatInt(w.ID, 10)
+	// after is the newest attempt before the button: the page then waits
+	// for a newer one.
+	after := func() (string, error) {
+		ds, _, err := c.Service.ListWebhookDeliveries(c, c.BrandID(), w.ID, 1, "")
+		if err != nil || len(ds) == 0 {
+			return "0", err
+		}
+		return strconv.FormatInt(ds[0].ID, 10), nil
+	}
 	switch c.Form("action") {
 	case "test":
+		a, err := after()
+		if err != nil {
+			return err
+		}
 		if _, err := c.Service.TestWebhook(c, c.consoleOrigin(), c.BrandID(), w.ID); err != nil {
 			return err
 		}
-		return c.Redirect(path + "?done=test")
+		return c.Redirect(path + "?done=test&after=" + a)
 	case "retry":
 		did, err := strconv.ParseInt(c.Form("delivery"), 10, 64)
 		if err != nil || did < 1 {
 			return parley.Errorf(parley.ENotFound, "There is no such delivery.")
 		}
+		a, err := after()
+		if err != nil {
+			return err
+		}
 		if _, err := c.Service.RetryWebhookDelivery(c, c.consoleOrigin(), c.BrandID(), w.ID, did); err != nil {
 			return err
 		}
-		return c.Redirect(path + "?done=retry")
+		return c.Redirect(path + "?done=retry&after=" + a)
 	case "enable", "disable":
 		// An endpoint that answered 410 or failed for days is disabled
 		// (D11); the admin turns it back on here once it is mended.

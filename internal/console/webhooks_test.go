@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,19 +85,37 @@ func TestWebhooksPage(t *testing.T) {
 	}
 	e.startWorkers(t)
 
+	if p := w.get("/console/webhooks/" + id); strings.Contains(p.Body, "data-refresh") {
+		t.Errorf("the log refreshes itself with nothing awaited:\n%s", p.Body)
+	}
 	p = w.post("/console/webhooks/"+id, url.Values{"action": {"test"}})
-	if p.Status != http.StatusSeeOther || p.Location != "/console/webhooks/"+id+"?done=test" {
+	if p.Status != http.StatusSeeOther || p.Location != "/console/webhooks/"+id+"?done=test&after=0" {
 		t.Fatalf("send test event: %d %q\n%s", p.Status, p.Location, p.Body)
 	}
-	if p := w.get(p.Location); !strings.Contains(p.Body, "A test event was queued") {
-		t.Errorf("the page does not say the test event was queued:\n%s", p.Body)
+	p = w.get(p.Location)
+	refresh := regexp.MustCompile(`data-refresh="(/console/webhooks/` + id + `/deliveries\?after=0&(?:amp;)?until=\d+)"`).FindStringSubmatch(p.Body)
+	if !strings.Contains(p.Body, "A test event was queued") || refresh == nil {
+		t.Fatalf("the page does not say the test event was queued, or does not wait for it:\n%s", p.Body)
 	}
-	p = w.waitFor("/console/webhooks/"+id+"/deliveries", "<td>delivered</td>")
-	if !strings.Contains(p.Body, "webhook.test") || !strings.Contains(p.Body, "<td>200</td>") || strings.Contains(p.Body, ">Retry<") {
-		t.Errorf("delivered test event in the log:\n%s", p.Body)
+	if !strings.Contains(p.Body, "data-pending") && !strings.Contains(p.Body, "<td>delivered</td>") {
+		t.Errorf("the log neither has the delivery nor waits for it:\n%s", p.Body)
+	}
+	p = w.waitFor(strings.ReplaceAll(refresh[1], "&amp;", "&"), "<td>delivered</td>")
+	if !strings.Contains(p.Body, "webhook.test") || !strings.Contains(p.Body, "<td>200</td>") || strings.Contains(p.Body, ">Retry<") ||
+		strings.Contains(p.Body, "data-pending") {
+		t.Errorf("delivered test event in the log (no Retry, nothing awaited):\n%s", p.Body)
 	}
 	if rcv.got.Load() != 1 {
 		t.Errorf("the receiver got %d signed events, want 1", rcv.got.Load())
+	}
+	// The log waits for an attempt newer than "after", and not for ever.
+	future := strconv.FormatInt(e.Now().Add(time.Minute).Unix(), 10)
+	if p := w.get("/console/webhooks/" + id + "/deliveries?after=999999&until=" + future); !strings.Contains(p.Body, "data-pending") {
+		t.Errorf("awaiting a newer attempt, the log is not pending:\n%s", p.Body)
+	}
+	past := strconv.FormatInt(e.Now().Add(-time.Second).Unix(), 10)
+	if p := w.get("/console/webhooks/" + id + "/deliveries?after=999999&until=" + past); strings.Contains(p.Body, "data-pending") {
+		t.Errorf("past its time limit, the log is still pending:\n%s", p.Body)
 	}
 
 	rcv.status.Store(500)
@@ -109,7 +128,7 @@ func TestWebhooksPage(t *testing.T) {
 	rcv.status.Store(200)
 	jobs := e.Count(t, "river_job")
 	p = w.post("/console/webhooks/"+id, url.Values{"action": {"retry"}, "delivery": {rm[1]}})
-	if p.Status != http.StatusSeeOther || p.Location != "/console/webhooks/"+id+"?done=retry" {
+	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, "/console/webhooks/"+id+"?done=retry&after=") {
 		t.Fatalf("retry: %d %q\n%s", p.Status, p.Location, p.Body)
 	}
 	if n := e.Count(t, "river_job"); n != jobs+1 {

@@ -193,3 +193,19 @@ func TestImportsSlowUpload(t *testing.T) {
 		t.Fatalf("slow upload: %d %q, want 303 to the import\n%s", p.Status, p.Location, p.Body)
 	}
 }
+
+// TestImportsUploadTooLarge: a file over --max-import-size is refused
+// with 413 on the Imports page, and nothing is kept.
+func TestImportsUploadTooLarge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *app.Config) { c.MaxImportSize = 64 })
+	w := e.signedIn(t, "admin@a.example")
+	before := e.adminState(t)
+	p := w.upload("/console/imports", nil, "big.csv", "phone_number,first_name\n"+strings.Repeat("+14155550123,Ada\n", 10))
+	if p.Status != http.StatusRequestEntityTooLarge || p.h1() != "Imports" || !strings.Contains(p.Body, "at most 64 bytes") {
+		t.Errorf("too large: %d %q\n%s", p.Status, p.h1(), p.Body)
+	}
+	if after := e.adminState(t); after != before {
+		t.Errorf("a refused upload changed the database:\nbefore %s\nafter  %s", before, after)
+	}
+}

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -38,8 +40,11 @@ const (
 		AND phone_number >= ? ORDER BY phone_number LIMIT ?`
 	qUsersPhoneRange = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE
 		AND phone_number >= ? AND phone_number < ? ORDER BY phone_number LIMIT ?`
+	// No ORDER BY: with one, PostgreSQL's generic plan for the prepared
+	// statement walked the brand's ids looking for the email (1.2 s at a
+	// million contacts) instead of looking it up; UsersByEmail sorts.
 	qUsersByEmail = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE
-		AND lower(email_address) = ? ORDER BY id LIMIT ?`
+		AND lower(email_address) = ? LIMIT ?`
 	qInbox = `SELECT ` + userColumns + `, last_inbound_at FROM users
 		WHERE brand_id = ? AND is_deleted = FALSE AND last_inbound_at > COALESCE(last_outbound_at, 0)
 		ORDER BY last_inbound_at DESC LIMIT ?`
@@ -76,7 +81,9 @@ func (db *DB) UsersByPhoneRange(ctx context.Context, brandID int64, lo, hi strin
 // UsersByEmail returns contacts whose email, lower-cased, is email
 // (users_brand_email).
 func (db *DB) UsersByEmail(ctx context.Context, brandID int64, email string, limit int) ([]*parley.User, error) {
-	return db.users(ctx, qUsersByEmail, brandID, email, limit)
+	us, err := db.users(ctx, qUsersByEmail, brandID, email, limit)
+	slices.SortFunc(us, func(a, b *parley.User) int { return cmp.Compare(a.ID, b.ID) })
+	return us, err
 }
 
 // UsersByNameRange returns contacts whose lower-cased first or last name

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -30,28 +32,58 @@ func (db *DB) users(ctx context.Context, query string, args ...any) ([]*parley.U
 	return collect(rows, scanUserFrom)
 }
 
+// The console's queries; console_plan_test.go checks the index each takes.
+const (
+	qRecentUsers = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE
+		ORDER BY id DESC LIMIT ?`
+	qUsersFromPhone = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE
+		AND phone_number >= ? ORDER BY phone_number LIMIT ?`
+	qUsersPhoneRange = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE
+		AND phone_number >= ? AND phone_number < ? ORDER BY phone_number LIMIT ?`
+	// No ORDER BY: with one, PostgreSQL's generic plan for the prepared
+	// statement walked the brand's ids looking for the email (1.2 s at a
+	// million contacts) instead of looking it up; UsersByEmail sorts.
+	qUsersByEmail = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE
+		AND lower(email_address) = ? LIMIT ?`
+	qInbox = `SELECT ` + userColumns + `, last_inbound_at FROM users
+		WHERE brand_id = ? AND is_deleted = FALSE AND last_inbound_at > COALESCE(last_outbound_at, 0)
+		ORDER BY last_inbound_at DESC LIMIT ?`
+	qCountContacts = `SELECT messaging_consent, count(*) FROM users
+		WHERE brand_id = ? AND is_deleted = FALSE GROUP BY messaging_consent`
+)
+
+// qUsersNameRange is the name search on col; withFirst adds the first
+// name's equality.
+func (db *DB) qUsersNameRange(col string, withFirst bool) string {
+	expr := db.nameExpr(col)
+	q := `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE
+		AND ` + expr + ` >= ? AND ` + expr + ` < ?`
+	if withFirst {
+		q += ` AND lower(first_name) = ?`
+	}
+	return q + ` ORDER BY ` + expr + ` LIMIT ?`
+}
+
 // RecentUsers returns the brand's newest contacts.
 func (db *DB) RecentUsers(ctx context.Context, brandID int64, limit int) ([]*parley.User, error) {
-	return db.users(ctx, `SELECT `+userColumns+` FROM users WHERE brand_id = ? AND is_deleted = FALSE
-		ORDER BY id DESC LIMIT ?`, brandID, limit)
+	return db.users(ctx, qRecentUsers, brandID, limit)
 }
 
 // UsersByPhoneRange returns contacts whose number is in [lo, hi) (hi ""
 // for no end), in number order: a prefix search on users_brand_phone_live.
 func (db *DB) UsersByPhoneRange(ctx context.Context, brandID int64, lo, hi string, limit int) ([]*parley.User, error) {
 	if hi == "" {
-		return db.users(ctx, `SELECT `+userColumns+` FROM users WHERE brand_id = ? AND is_deleted = FALSE
-			AND phone_number >= ? ORDER BY phone_number LIMIT ?`, brandID, lo, limit)
+		return db.users(ctx, qUsersFromPhone, brandID, lo, limit)
 	}
-	return db.users(ctx, `SELECT `+userColumns+` FROM users WHERE brand_id = ? AND is_deleted = FALSE
-		AND phone_number >= ? AND phone_number < ? ORDER BY phone_number LIMIT ?`, brandID, lo, hi, limit)
+	return db.users(ctx, qUsersPhoneRange, brandID, lo, hi, limit)
 }
 
 // UsersByEmail returns contacts whose email, lower-cased, is email
 // (users_brand_email).
 func (db *DB) UsersByEmail(ctx context.Context, brandID int64, email string, limit int) ([]*parley.User, error) {
-	return db.users(ctx, `SELECT `+userColumns+` FROM users WHERE brand_id = ? AND is_deleted = FALSE
-		AND lower(email_address) = ? ORDER BY id LIMIT ?`, brandID, email, limit)
+	us, err := db.users(ctx, qUsersByEmail, brandID, email, limit)
+	slices.SortFunc(us, func(a, b *parley.User) int { return cmp.Compare(a.ID, b.ID) })
+	return us, err
 }
 
 // UsersByNameRange returns contacts whose lower-cased first or last name
@@ -61,16 +93,11 @@ func (db *DB) UsersByNameRange(ctx context.Context, brandID int64, col, lo, hi, 
 	if col != "first_name" && col != "last_name" {
 		return nil, fmt.Errorf("store: search by %q", col)
 	}
-	expr := db.nameExpr(col)
-	q := `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE
-		AND ` + expr + ` >= ? AND ` + expr + ` < ?`
 	args := []any{brandID, lo, hi}
 	if first != "" {
-		q += ` AND lower(first_name) = ?`
 		args = append(args, first)
 	}
-	q += ` ORDER BY ` + expr + ` LIMIT ?`
-	return db.users(ctx, q, append(args, limit)...)
+	return db.users(ctx, db.qUsersNameRange(col, first != ""), append(args, limit)...)
 }
 
 // InboxEntry is a contact waiting for an answer.
@@ -84,9 +111,7 @@ type InboxEntry struct {
 // the latest reply sent to them, newest first (users_brand_unanswered,
 // whose predicate this WHERE repeats word for word).
 func (db *DB) Inbox(ctx context.Context, brandID int64, limit int) ([]InboxEntry, error) {
-	rows, err := db.query(ctx, `SELECT `+userColumns+`, last_inbound_at FROM users
-		WHERE brand_id = ? AND is_deleted = FALSE AND last_inbound_at > COALESCE(last_outbound_at, 0)
-		ORDER BY last_inbound_at DESC LIMIT ?`, brandID, limit)
+	rows, err := db.query(ctx, qInbox, brandID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: inbox: %w", err)
 	}
@@ -109,8 +134,7 @@ type ContactCounts struct {
 // users_brand_consent alone.
 func (db *DB) CountContacts(ctx context.Context, brandID int64) (ContactCounts, error) {
 	var c ContactCounts
-	rows, err := db.query(ctx, `SELECT messaging_consent, count(*) FROM users
-		WHERE brand_id = ? AND is_deleted = FALSE GROUP BY messaging_consent`, brandID)
+	rows, err := db.query(ctx, qCountContacts, brandID)
 	if err != nil {
 		return c, fmt.Errorf("store: count contacts: %w", err)
 	}

@@ -32,6 +32,7 @@ Commands:
   credential   create | list | revoke API credentials
   field        create | list | delete custom data fields
   segment      create | list | archive segments
+  operator     add | link | list console operators (D19)
   call         send a signed request to the API
   import       import users from a CSV file: parley import FILE --brand ID
   export       write a brand's users as CSV: parley export --brand ID [--out FILE]
@@ -62,6 +63,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runField(ctx, rest, getenv, stdout)
 	case "segment":
 		return runSegment(ctx, rest, getenv, stdout)
+	case "operator":
+		return runOperator(ctx, rest, getenv, stdout)
 	case "call":
 		return runCall(ctx, rest, getenv, stdout, stderr)
 	case "import":

@@ -142,6 +142,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	fmt.Fprintf(stdout, "Parley is serving on %s (database %s, role %s, provider %s)\n",
 		baseURL, store.Redact(a.Config.DB), a.Config.Role, a.Config.Provider)
+	if err := consoleBanner(ctx, a, baseURL, stdout); err != nil {
+		return err
+	}
 
 	srv := &http.Server{
 		Handler:           a.Server.Handler(),

@@ -28,6 +28,7 @@ import (
 	_ "gocloud.dev/blob/s3blob"    // s3:// buckets (AWS and S3-compatible stores)
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/console"
 	"github.com/parleyhq/parley/internal/delivery"
 	"github.com/parleyhq/parley/internal/delivery/sim"
 	"github.com/parleyhq/parley/internal/delivery/twilio"
@@ -143,6 +144,9 @@ type App struct {
 	Sim      *sim.Provider // when Provider is the simulator
 	Config   Config
 
+	// Operators signs operators in to the console (D19).
+	Operators *service.Operators
+
 	stop context.CancelFunc
 	done chan struct{}
 
@@ -250,6 +254,18 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Metrics.AddDBPools(a.DB.Pools())
 	if a.tracer, err = openTracing(ctx, os.Getenv, cfg.Logger); err != nil {
 		return nil, err
+	}
+	// The operator console (D19) on the API's port; a worker node serves
+	// only health and metrics.
+	a.Operators = service.NewOperators(a.Service)
+	if cfg.Role != "worker" {
+		if extra == nil {
+			extra = map[string]http.Handler{}
+		}
+		con := console.New(console.Config{Service: a.Service, Operators: a.Operators, Importer: a.Importer, UploadTimeout: cfg.UploadTimeout, Logger: cfg.Logger, Now: cfg.Now})
+		for pattern, h := range con.Routes() {
+			extra[pattern] = h
+		}
 	}
 	var trace func(http.Handler) http.Handler
 	if a.tracer != nil {

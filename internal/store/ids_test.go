@@ -26,12 +26,13 @@ var idRows = map[string]string{
 	"webhook_deliveries": `(brand_id, endpoint_id, event_id, event_type, attempt, latency_ms, outcome, date_created) VALUES (%[1]d, %[4]d, 'evt_ids', 'user.created', 1, 0, 'delivered', 0)`,
 	"user_history":       `(brand_id, user_id, field, source, occurred_at) VALUES (%[1]d, %[3]d, 'messaging_consent', 'api', 0)`,
 	// The segment is the one TestIDsNeverReused inserts first, never deleted.
+	"operators": `(brand_id, email, role, date_created) VALUES (%[1]d, 'op%[2]d@example.com', 'agent', 0)`,
 	"campaigns": `(brand_id, name, segment_id, type, status, send_at, date_created) VALUES (%[1]d, 'C%[2]d', (SELECT min(id) FROM segments WHERE brand_id = %[1]d), 'MARKETING', 'scheduled', 0, 0)`,
 }
 
 // laterTables are the tables of idRows that migrations after 00007 create
 // with AUTOINCREMENT from the start.
-var laterTables = map[string]bool{"user_history": true, "campaigns": true}
+var laterTables = map[string]bool{"user_history": true, "campaigns": true, "operators": true}
 
 // TestIDsNeverReused: an id once handed out is never handed out again, even
 // after its row, the highest, was deleted (#15). Otherwise a client holding

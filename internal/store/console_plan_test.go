@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestConsoleQueryPlans: each console read is answered from its index
+// (D19: search over a million contacts answers fast because of them), on
+// SQLite, whose plans do not depend on statistics. The PostgreSQL side is
+// measured by BenchmarkConsolePages.
+func TestConsoleQueryPlans(t *testing.T) {
+	if os.Getenv("PARLEY_TEST_ENGINE") == "postgres" {
+		t.Skip("SQLite's plans")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	db, err := Open(ctx, "sqlite:"+t.TempDir()+"/p.db", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, query, index string
+		args               []any
+	}{
+		{"newest", qRecentUsers, "users_brand_live_id", []any{1, 50}},
+		{"phone prefix", qUsersPhoneRange, "users_brand_phone_live", []any{1, "+1415", "+1416", 50}},
+		{"email", qUsersByEmail, "users_brand_email", []any{1, "a@b.c", 50}},
+		{"first name", db.qUsersNameRange("first_name", false), "users_brand_first_name", []any{1, "ad", "ae", 50}},
+		{"last name", db.qUsersNameRange("last_name", false), "users_brand_last_name", []any{1, "lo", "lp", 50}},
+		{"first and last", db.qUsersNameRange("last_name", true), "users_brand_last_name", []any{1, "lo", "lp", "ada", 50}},
+		{"inbox", qInbox, "users_brand_unanswered", []any{1, 100}},
+		{"contacts by consent", qCountContacts, "COVERING INDEX users_brand_consent", []any{1}},
+	} {
+		rows, err := db.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		p := strings.Join(plan, "; ")
+		if !strings.Contains(p, c.index) || strings.Contains(p, "TEMP B-TREE") {
+			t.Errorf("%s: plan %q, want %s and no sort", c.name, p, c.index)
+		}
+	}
+}

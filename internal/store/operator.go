@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley"
+)
+
+// Operators of the console (D19) and their tokens: sessions and one-time
+// sign-in links, stored as hashes (migration 00015).
+
+// OperatorRecord is an operator as stored, with the password hash.
+type OperatorRecord struct {
+	parley.Operator
+	// PasswordHash is the encoded hash; "" when none is set.
+	PasswordHash string
+}
+
+const operatorColumns = `id, brand_id, email, role, password_hash, date_created`
+
+func scanOperator(scan func(...any) error) (*OperatorRecord, error) {
+	var o OperatorRecord
+	var hash sql.NullString
+	var role string
+	var created int64
+	if err := scan(&o.ID, &o.BrandID, &o.Email, &role, &hash, &created); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("store: scan operator: %w", err)
+	}
+	o.Role = parley.OperatorRole(role)
+	o.PasswordHash = hash.String
+	o.HasPassword = hash.Valid && hash.String != ""
+	o.DateCreated = parley.Time{Time: fromMicros(created)}
+	return &o, nil
+}
+
+// CreateOperator stores o (its email already normalised) and sets its ID
+// and creation time; a taken email is EDuplicate.
+func (tx *Tx) CreateOperator(ctx context.Context, o *OperatorRecord) error {
+	o.DateCreated = parley.Time{Time: tx.now}
+	hash := sql.NullString{String: o.PasswordHash, Valid: o.PasswordHash != ""}
+	err := tx.queryRow(ctx, `INSERT INTO operators (brand_id, email, role, password_hash, date_created)
+		VALUES (?, ?, ?, ?, ?) RETURNING id`, o.BrandID, o.Email, string(o.Role), hash, micros(tx.now)).Scan(&o.ID)
+	if isUniqueViolation(err) {
+		return parley.Errorf(parley.EDuplicate, "An operator with email %s exists already.", o.Email)
+	}
+	if err != nil {
+		return fmt.Errorf("store: insert operator: %w", err)
+	}
+	o.HasPassword = hash.Valid
+	return nil
+}
+
+// FindOperatorByEmail returns the operator with that (normalised) email,
+// or ErrNotFound.
+func (db *DB) FindOperatorByEmail(ctx context.Context, email string) (*OperatorRecord, error) {
+	return scanOperator(db.queryRow(ctx, `SELECT `+operatorColumns+` FROM operators WHERE email = ?`, email).Scan)
+}
+
+// ListOperators returns the brand's operators, oldest first.
+func (db *DB) ListOperators(ctx context.Context, brandID int64) ([]*OperatorRecord, error) {
+	rows, err := db.query(ctx, `SELECT `+operatorColumns+` FROM operators WHERE brand_id = ? ORDER BY id`, brandID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list operators: %w", err)
+	}
+	return collect(rows, scanOperator)
+}
+
+// SetOperatorPassword replaces the operator's password hash.
+func (tx *Tx) SetOperatorPassword(ctx context.Context, id int64, hash string) error {
+	res, err := tx.exec(ctx, `UPDATE operators SET password_hash = ? WHERE id = ?`, hash, id)
+	if err != nil {
+		return fmt.Errorf("store: set operator password: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Token kinds.
+const (
+	TokenSession = "session"
+	TokenLink    = "link"
+)
+
+// CreateOperatorToken stores a token's hash for the operator until expires.
+func (tx *Tx) CreateOperatorToken(ctx context.Context, hash []byte, operatorID int64, kind string, expires time.Time) error {
+	_, err := tx.exec(ctx, `INSERT INTO operator_tokens (token_hash, operator_id, kind, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?)`, hash, operatorID, kind, micros(tx.now), micros(expires))
+	if err != nil {
+		return fmt.Errorf("store: insert operator token: %w", err)
+	}
+	return nil
+}
+
+// OperatorByToken returns the operator whose unexpired token of kind has
+// this hash, or ErrNotFound.
+func (db *DB) OperatorByToken(ctx context.Context, hash []byte, kind string, now time.Time) (*OperatorRecord, error) {
+	return scanOperator(db.queryRow(ctx, `SELECT o.id, o.brand_id, o.email, o.role, o.password_hash, o.date_created
+		FROM operator_tokens t JOIN operators o ON o.id = t.operator_id
+		WHERE t.token_hash = ? AND t.kind = ? AND t.expires_at > ?`, hash, kind, micros(now)).Scan)
+}
+
+// TakeOperatorToken deletes an unexpired token of kind and returns its
+// operator: a one-time link works once, even with two requests at once.
+func (tx *Tx) TakeOperatorToken(ctx context.Context, hash []byte, kind string) (int64, error) {
+	var id int64
+	err := tx.queryRow(ctx, `DELETE FROM operator_tokens WHERE token_hash = ? AND kind = ? AND expires_at > ?
+		RETURNING operator_id`, hash, kind, micros(tx.now)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: take operator token: %w", err)
+	}
+	return id, nil
+}
+
+// DeleteOperatorToken removes a token (sign-out); no such token is fine.
+func (tx *Tx) DeleteOperatorToken(ctx context.Context, hash []byte) error {
+	if _, err := tx.exec(ctx, `DELETE FROM operator_tokens WHERE token_hash = ?`, hash); err != nil {
+		return fmt.Errorf("store: delete operator token: %w", err)
+	}
+	return nil
+}
+
+// FindOperator returns the operator with id, or ErrNotFound.
+func (tx *Tx) FindOperator(ctx context.Context, id int64) (*OperatorRecord, error) {
+	return scanOperator(tx.queryRow(ctx, `SELECT `+operatorColumns+` FROM operators WHERE id = ?`, id).Scan)
+}
+
+// PurgeOperatorTokens deletes tokens that expired before now, so the
+// table holds only live sessions and links.
+func (tx *Tx) PurgeOperatorTokens(ctx context.Context) error {
+	if _, err := tx.exec(ctx, `DELETE FROM operator_tokens WHERE expires_at <= ?`, micros(tx.now)); err != nil {
+		return fmt.Errorf("store: purge operator tokens: %w", err)
+	}
+	return nil
+}

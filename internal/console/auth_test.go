@@ -130,16 +130,16 @@ func TestSessionExpiresAndSignOutEnds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	w := e.signedIn(t, "agent@a.example")
-	if p := w.get("/console/"); p.Status != 200 || p.h1() != "Dashboard" {
-		t.Fatalf("dashboard: %d %q", p.Status, p.h1())
+	if p := w.get("/console/inbox"); p.Status != 200 || p.h1() != "Inbox" {
+		t.Fatalf("inbox: %d %q", p.Status, p.h1())
 	}
 	e.Advance(11 * time.Hour)
-	if p := w.get("/console/"); p.Status != 200 {
-		t.Fatalf("dashboard after 11 h: %d, want 200 (sessions last 12 h)", p.Status)
+	if p := w.get("/console/inbox"); p.Status != 200 {
+		t.Fatalf("inbox after 11 h: %d, want 200 (sessions last 12 h)", p.Status)
 	}
 	e.Advance(time.Hour + time.Second)
-	if p := w.get("/console/"); p.Status != http.StatusSeeOther {
-		t.Fatalf("dashboard after 12 h: %d, want 303 to sign in", p.Status)
+	if p := w.get("/console/inbox"); p.Status != http.StatusSeeOther {
+		t.Fatalf("inbox after 12 h: %d, want 303 to sign in", p.Status)
 	}
 
 	w.signIn("agent@a.example")
@@ -152,7 +152,7 @@ func TestSessionExpiresAndSignOutEnds(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	jar.SetCookies(u, old)
 	w.c.Jar = jar
-	if p := w.get("/console/"); p.Status != http.StatusSeeOther {
+	if p := w.get("/console/inbox"); p.Status != http.StatusSeeOther {
 		t.Fatalf("old session after sign-out: %d, want 303 to sign in", p.Status)
 	}
 }
@@ -235,6 +235,14 @@ func TestAgentRefusedAdminPage(t *testing.T) {
 	agent := e.signedIn(t, "agent@a.example")
 	if p := agent.get("/console/test-admin"); p.Status != http.StatusForbidden || p.h1() != "Forbidden" {
 		t.Errorf("agent on an admin page: %d %q, want 403 Forbidden", p.Status, p.h1())
+	}
+	// The dashboard is an admins' page too; the console's home sends
+	// agents to their inbox, and their nav lists only their pages.
+	if p := agent.get("/console/"); p.Status != http.StatusSeeOther || p.Location != "/console/inbox" {
+		t.Errorf("agent on the dashboard: %d %q, want 303 to the inbox", p.Status, p.Location)
+	}
+	if p := agent.get("/console/inbox"); strings.Contains(p.Body, ">Dashboard</a>") || !strings.Contains(p.Body, ">Contacts</a>") {
+		t.Errorf("agent's nav: want Contacts and Inbox, no Dashboard")
 	}
 	admin := e.signedIn(t, "admin@a.example")
 	if p := admin.get("/console/test-admin"); p.Status != 200 || !strings.Contains(p.Body, "Admins see this.") {

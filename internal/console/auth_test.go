@@ -300,3 +300,29 @@ func TestSignInLink(t *testing.T) {
 		t.Errorf("sign in with the chosen password: %d", p.Status)
 	}
 }
+
+// TestPasswordChangeEndsOtherSessions: changing a password keeps the
+// session that changed it and ends the others (whoever knew the old one).
+func TestPasswordChangeEndsOtherSessions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	mine, other := e.signedIn(t, "agent@a.example"), e.signedIn(t, "agent@a.example")
+	if p := mine.post("/console/password", url.Values{"password": {"another password"}, "confirm": {"another passwrd"}}); p.Status != http.StatusUnprocessableEntity {
+		t.Errorf("passwords that differ: %d, want 422", p.Status)
+	}
+	if p := other.get("/console/inbox"); p.Status != 200 {
+		t.Fatalf("a refused change ended a session: %d", p.Status)
+	}
+	if p := mine.post("/console/password", url.Values{"password": {"another password"}, "confirm": {"another password"}}); p.Status != http.StatusSeeOther {
+		t.Fatalf("change password: %d", p.Status)
+	}
+	if p := mine.get("/console/inbox"); p.Status != 200 {
+		t.Errorf("the session that changed the password ended: %d", p.Status)
+	}
+	if p := other.get("/console/inbox"); p.Status != http.StatusSeeOther {
+		t.Errorf("another session survived the change: %d, want 303 to sign in", p.Status)
+	}
+	if p := e.web(t).post("/console/signin", url.Values{"email": {"agent@a.example"}, "password": {password}}); p.Status != http.StatusUnauthorized {
+		t.Errorf("the old password still signs in: %d", p.Status)
+	}
+}

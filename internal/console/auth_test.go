@@ -103,6 +103,11 @@ func TestSessionCookie(t *testing.T) {
 	if ck := sessionCookie(t, resp.Header); !ck.Secure {
 		t.Errorf("cookie under TLS is not Secure: %+v", ck)
 	}
+	// Behind a proxy that ends TLS.
+	p = e.web(t).post("/console/signin", url.Values{"email": {"admin@a.example"}, "password": {password}}, "X-Forwarded-Proto", "https")
+	if ck := sessionCookie(t, p.Header); !ck.Secure {
+		t.Errorf("cookie with X-Forwarded-Proto: https is not Secure: %+v", ck)
+	}
 }
 
 func sessionCookie(t testing.TB, h http.Header) *http.Cookie {

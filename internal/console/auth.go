@@ -81,7 +81,7 @@ func (c *Console) signOut(x *Ctx) error {
 		}
 	}
 	http.SetCookie(x.W, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: x.R.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: overTLS(x.R)})
 	return x.Redirect("signin")
 }
 
@@ -89,7 +89,15 @@ func (c *Console) signOut(x *Ctx) error {
 // the browser; the server ends the session at its expiry in any case.
 func (c *Console) setSession(x *Ctx, token string) {
 	http.SetCookie(x.W, &http.Cookie{Name: cookieName, Value: token, Path: Prefix,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: x.R.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: overTLS(x.R)})
+}
+
+// overTLS reports whether the browser reached us over TLS: directly, or
+// through a proxy that ended TLS and says so in X-Forwarded-Proto. Trusting
+// the header is safe here: a client that sends it falsely only gets a
+// cookie its own browser will not send back over plain HTTP.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // safeNext keeps a redirect after sign-in inside the console: an address

@@ -103,6 +103,11 @@ func TestSessionCookie(t *testing.T) {
 	if ck := sessionCookie(t, resp.Header); !ck.Secure {
 		t.Errorf("cookie under TLS is not Secure: %+v", ck)
 	}
+	// Behind a proxy that ends TLS.
+	p = e.web(t).post("/console/signin", url.Values{"email": {"admin@a.example"}, "password": {password}}, "X-Forwarded-Proto", "https")
+	if ck := sessionCookie(t, p.Header); !ck.Secure {
+		t.Errorf("cookie with X-Forwarded-Proto: https is not Secure: %+v", ck)
+	}
 }
 
 func sessionCookie(t testing.TB, h http.Header) *http.Cookie {
@@ -130,16 +135,16 @@ func TestSessionExpiresAndSignOutEnds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	w := e.signedIn(t, "agent@a.example")
-	if p := w.get("/console/"); p.Status != 200 || p.h1() != "Dashboard" {
-		t.Fatalf("dashboard: %d %q", p.Status, p.h1())
+	if p := w.get("/console/inbox"); p.Status != 200 || p.h1() != "Inbox" {
+		t.Fatalf("inbox: %d %q", p.Status, p.h1())
 	}
 	e.Advance(11 * time.Hour)
-	if p := w.get("/console/"); p.Status != 200 {
-		t.Fatalf("dashboard after 11 h: %d, want 200 (sessions last 12 h)", p.Status)
+	if p := w.get("/console/inbox"); p.Status != 200 {
+		t.Fatalf("inbox after 11 h: %d, want 200 (sessions last 12 h)", p.Status)
 	}
 	e.Advance(time.Hour + time.Second)
-	if p := w.get("/console/"); p.Status != http.StatusSeeOther {
-		t.Fatalf("dashboard after 12 h: %d, want 303 to sign in", p.Status)
+	if p := w.get("/console/inbox"); p.Status != http.StatusSeeOther {
+		t.Fatalf("inbox after 12 h: %d, want 303 to sign in", p.Status)
 	}
 
 	w.signIn("agent@a.example")
@@ -152,7 +157,7 @@ func TestSessionExpiresAndSignOutEnds(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	jar.SetCookies(u, old)
 	w.c.Jar = jar
-	if p := w.get("/console/"); p.Status != http.StatusSeeOther {
+	if p := w.get("/console/inbox"); p.Status != http.StatusSeeOther {
 		t.Fatalf("old session after sign-out: %d, want 303 to sign in", p.Status)
 	}
 }
@@ -236,6 +241,14 @@ func TestAgentRefusedAdminPage(t *testing.T) {
 	if p := agent.get("/console/test-admin"); p.Status != http.StatusForbidden || p.h1() != "Forbidden" {
 		t.Errorf("agent on an admin page: %d %q, want 403 Forbidden", p.Status, p.h1())
 	}
+	// The dashboard is an admins' page too; the console's home sends
+	// agents to their inbox, and their nav lists only their pages.
+	if p := agent.get("/console/"); p.Status != http.StatusSeeOther || p.Location != "/console/inbox" {
+		t.Errorf("agent on the dashboard: %d %q, want 303 to the inbox", p.Status, p.Location)
+	}
+	if p := agent.get("/console/inbox"); strings.Contains(p.Body, ">Dashboard</a>") || !strings.Contains(p.Body, ">Contacts</a>") {
+		t.Errorf("agent's nav: want Contacts and Inbox, no Dashboard")
+	}
 	admin := e.signedIn(t, "admin@a.example")
 	if p := admin.get("/console/test-admin"); p.Status != 200 || !strings.Contains(p.Body, "Admins see this.") {
 		t.Errorf("admin on an admin page: %d", p.Status)
@@ -290,5 +303,31 @@ func TestSignInLink(t *testing.T) {
 	}
 	if p := e.web(t).post("/console/signin", url.Values{"email": {"new@a.example"}, "password": {"a fine password"}}); p.Status != http.StatusSeeOther {
 		t.Errorf("sign in with the chosen password: %d", p.Status)
+	}
+}
+
+// TestPasswordChangeEndsOtherSessions: changing a password keeps the
+// session that changed it and ends the others (whoever knew the old one).
+func TestPasswordChangeEndsOtherSessions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	mine, other := e.signedIn(t, "agent@a.example"), e.signedIn(t, "agent@a.example")
+	if p := mine.post("/console/password", url.Values{"password": {"another password"}, "confirm": {"another passwrd"}}); p.Status != http.StatusUnprocessableEntity {
+		t.Errorf("passwords that differ: %d, want 422", p.Status)
+	}
+	if p := other.get("/console/inbox"); p.Status != 200 {
+		t.Fatalf("a refused change ended a session: %d", p.Status)
+	}
+	if p := mine.post("/console/password", url.Values{"password": {"another password"}, "confirm": {"another password"}}); p.Status != http.StatusSeeOther {
+		t.Fatalf("change password: %d", p.Status)
+	}
+	if p := mine.get("/console/inbox"); p.Status != 200 {
+		t.Errorf("the session that changed the password ended: %d", p.Status)
+	}
+	if p := other.get("/console/inbox"); p.Status != http.StatusSeeOther {
+		t.Errorf("another session survived the change: %d, want 303 to sign in", p.Status)
+	}
+	if p := e.web(t).post("/console/signin", url.Values{"email": {"agent@a.example"}, "password": {password}}); p.Status != http.StatusUnauthorized {
+		t.Errorf("the old password still signs in: %d", p.Status)
 	}
 }

@@ -230,7 +230,8 @@ func (b *browser) signIn(email, pw string) {
 }
 
 // TestBrowserSignIn: the sign-in flow in Chromium (D19): a signed-out
-// operator is sent to Sign in, signs in, sees the dashboard, signs out.
+// operator is sent to Sign in, signs in, lands on their home (an agent's
+// is the inbox), signs out.
 func TestBrowserSignIn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -243,8 +244,8 @@ func TestBrowserSignIn(t *testing.T) {
 	b.Fill("Email", "agent@a.example")
 	b.Fill("Password", password)
 	b.Submit("Sign in")
-	if h := b.H1(); h != "Dashboard" {
-		t.Fatalf("after sign-in: %q, want Dashboard\n%s", h, b.Text())
+	if h := b.H1(); h != "Inbox" {
+		t.Fatalf("after sign-in: %q, want Inbox (an agent's home)\n%s", h, b.Text())
 	}
 	b.checkPage()
 	b.Phone()

@@ -13,7 +13,7 @@
 //			Path:     "webhooks",         // below /console/; may hold {wildcards}
 //			Title:    "Webhooks",         // the <h1> and the tab's title
 //			Nav:      "Webhooks", Order: 60, // in the nav bar ("" keeps it out)
-//			Admin:    true,               // admins only; agents get 403
+//			Admin:    true,               // admins only; agents get 403 (or AgentRedirect)
 //			Template: "webhooks.html",
 //			Get:      webhooksPage,       // GET (and HEAD)
 //			Post:     webhooksAction,     // POST, optional
@@ -21,7 +21,7 @@
 //	}
 //
 //	func webhooksPage(c *Ctx) error {
-//		list, err := c.Service.ListWebhookEndpoints(c, c.BrandID())
+//		list, err := c.Service.ListWebhooks(c, c.BrandID())
 //		if err != nil {
 //			return err // *parley.Error: its page and status (404, 422…); else 500
 //		}
@@ -44,7 +44,16 @@
 //
 // Rules every template keeps (D19): a <label> for every input, visible text
 // on every button, <th> in tables, and no inline style or script (the
-// Content-Security-Policy refuses them).
+// Content-Security-Policy refuses them). Template functions: funcs.go.
+//
+// # Testing a page
+//
+// Plain HTTP tests (pages_test.go) sign in with env.signedIn and check each
+// visitor's status: signed out, agent, admin, another brand's operator.
+// Browser tests (browser_test.go) drive Chromium as a person would:
+// b.signIn, b.Go(path), b.Fill(label, value), b.Submit(button text),
+// b.H1(), b.WaitText(text) and b.checkPage(), which checks the rules above
+// and that the page does not scroll sideways at phone width (b.Phone()).
 package console
 
 import (

@@ -11,12 +11,14 @@ import (
 	"github.com/parleyhq/parley/internal/service"
 )
 
-// The dashboard, the console's home: contacts, opted in and out, the last
+// The dashboard, the console's home for admins (agents, whose pages are
+// contacts, the inbox and replies (D19), are sent to the inbox): contacts, opted in and out, the last
 // 24 hours' messages by status, and a 7-day chart of messages sent and
 // delivered per hour, drawn as SVG on the server (no script).
 func init() {
 	Register(Page{
 		Path: "", Title: "Dashboard", Nav: "Dashboard", Order: 0,
+		Admin: true, AgentRedirect: "inbox",
 		Template: "dashboard.html",
 		Get: func(c *Ctx) error {
 			st, err := c.console.Dashboard.Stats(c, c.BrandID())

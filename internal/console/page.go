@@ -23,8 +23,10 @@ type Page struct {
 	// sorts the nav (dashboard 0, contacts 10, inbox 20 …).
 	Nav   string
 	Order int
-	// Admin makes the page admins' only: an agent gets 403 (D19).
-	Admin bool
+	// Admin makes the page admins' only: an agent gets 403 (D19), or is
+	// sent to AgentRedirect (a path below /console/) when it is set.
+	Admin         bool
+	AgentRedirect string
 	// Template is the file in templates/ that defines "content".
 	Template string
 	// Get and Post handle the methods; nil answers 405.
@@ -176,7 +178,9 @@ func (c *Console) page(p *Page, h Handler) http.Handler {
 			x.Brand, err = c.Service.FindBrand(r.Context(), op.BrandID)
 		}
 		if err == nil {
-			if p.Admin && !op.IsAdmin() {
+			if p.Admin && !op.IsAdmin() && p.AgentRedirect != "" {
+				err = x.Redirect(p.AgentRedirect)
+			} else if p.Admin && !op.IsAdmin() {
 				err = x.Forbidden("This page is for admins only. Ask an admin of your brand for access.")
 			} else {
 				err = h(x)

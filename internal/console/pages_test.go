@@ -52,7 +52,7 @@ func TestPageAccessRules(t *testing.T) {
 		admin bool // admins only
 		brand bool // brand A's data: 404 for brand B
 	}{
-		{"/console/", false, false},
+		{"/console/", true, false}, // agents are sent to the inbox
 		{"/console/contacts", false, false},
 		{"/console/contacts?q=ada", false, false},
 		{cu, false, true},
@@ -70,6 +70,9 @@ func TestPageAccessRules(t *testing.T) {
 		want := map[*web]int{agentA: 200, adminA: 200, adminB: 200}
 		if p.admin {
 			want[agentA] = http.StatusForbidden
+			if p.path == "/console/" {
+				want[agentA] = http.StatusSeeOther
+			}
 		}
 		if p.brand {
 			want[adminB] = http.StatusNotFound

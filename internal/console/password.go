@@ -7,7 +7,8 @@ import (
 )
 
 // The operator's own password: chosen after a one-time sign-in link, or
-// changed later. Every operator may reach it.
+// changed later; a change ends the operator's other sessions. Every
+// operator may reach it.
 func init() {
 	Register(Page{
 		Path:     "password",
@@ -19,7 +20,7 @@ func init() {
 			if pw != c.Form("confirm") {
 				return c.RenderStatus(http.StatusUnprocessableEntity, nil, "The two passwords differ.")
 			}
-			if err := c.Operators.SetPassword(c, c.Operator.ID, pw); err != nil {
+			if err := c.Operators.SetPassword(c, c.Operator.ID, pw, sessionToken(c.R)); err != nil {
 				if parley.ErrorCode(err) == parley.EValidation {
 					return c.RenderStatus(http.StatusUnprocessableEntity, nil, parley.ErrorMessage(err))
 				}

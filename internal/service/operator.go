@@ -225,13 +225,24 @@ func (o *Operators) SignOut(ctx context.Context, token string) error {
 	return o.s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.DeleteOperatorToken(ctx, hashToken(token)) })
 }
 
-// SetPassword replaces an operator's password.
-func (o *Operators) SetPassword(ctx context.Context, operatorID int64, password string) error {
+// SetPassword replaces an operator's password and ends their other
+// sessions: those of whoever knew the old one. keepToken is the session
+// that made the change ("" ends them all).
+func (o *Operators) SetPassword(ctx context.Context, operatorID int64, password, keepToken string) error {
 	if err := checkNewPassword(password); err != nil {
 		return err
 	}
 	hash := hashPassword(password)
-	err := o.s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.SetOperatorPassword(ctx, operatorID, hash) })
+	var keep []byte
+	if keepToken != "" {
+		keep = hashToken(keepToken)
+	}
+	err := o.s.db.WithTx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetOperatorPassword(ctx, operatorID, hash); err != nil {
+			return err
+		}
+		return tx.DeleteOperatorSessions(ctx, operatorID, keep)
+	})
 	if errors.Is(err, store.ErrNotFound) {
 		return parley.Errorf(parley.ENotFound, "Operator not found.")
 	}

@@ -144,3 +144,17 @@ func (tx *Tx) PurgeOperatorTokens(ctx context.Context) error {
 	}
 	return nil
 }
+
+// DeleteOperatorSessions ends the operator's sessions but the one whose
+// hash is keep (nil: every one): a changed password signs out the others.
+func (tx *Tx) DeleteOperatorSessions(ctx context.Context, operatorID int64, keep []byte) error {
+	if keep == nil {
+		keep = []byte{}
+	}
+	_, err := tx.exec(ctx, `DELETE FROM operator_tokens WHERE operator_id = ? AND kind = 'session' AND token_hash <> ?`,
+		operatorID, keep)
+	if err != nil {
+		return fmt.Errorf("store: delete operator sessions: %w", err)
+	}
+	return nil
+}

@@ -43,6 +43,9 @@ const (
 	analyzeAfter = 10000
 	// claimPoll is how often a sender looks again at claims in flight.
 	claimPoll = 100 * time.Millisecond
+	// resolvePoll is how often a sender with nothing queued looks again
+	// while the campaign's audience is still being written.
+	resolvePoll = 20 * time.Millisecond
 	// batchSendConcurrency bounds the calls in flight for a provider that
 	// takes one message per call (Twilio).
 	batchSendConcurrency = 16
@@ -61,6 +64,11 @@ type CampaignMetrics interface {
 func (s *Service) SetCampaigns(batch int, staleClaim time.Duration) {
 	s.campaignBatch, s.staleClaim = batch, staleClaim
 }
+
+// SetResolveChunk sets how many users one transaction of a campaign's
+// resolution reads (0: store.DefaultResolveChunk); tests set it small to
+// cross chunk boundaries.
+func (s *Service) SetResolveChunk(n int) { s.resolveChunk = n }
 
 // RunCampaignScheduler resolves due campaigns every interval until ctx
 // ends. Every worker node runs it: the resolution's guarded UPDATE lets
@@ -81,9 +89,13 @@ func (s *Service) RunCampaignScheduler(ctx context.Context, every time.Duration)
 }
 
 // ResolveDueCampaigns resolves the campaigns whose send_at has come by
-// the store's clock (D16) and returns how many it resolved. Each one's
-// resolution, its campaign.started event and its send job commit in one
-// transaction; a campaign another node resolved first is skipped.
+// the store's clock (D16), and resumes the resolutions a crash cut short,
+// and returns how many it started. A campaign's start (its counts, status
+// sending), the first chunk of its audience, its campaign.started event
+// and its send job commit in one transaction; the rest of the audience is
+// written a chunk at a time, each chunk its own transaction
+// (resolveChunks), while the send job already sends. A campaign another
+// node started first is skipped.
 func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 	due, err := s.db.DueCampaigns(ctx, s.db.Now(), 16)
 	if err != nil {
@@ -92,12 +104,18 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 	n := 0
 	for _, c := range due {
 		s.logger.Info("campaign: resolving", "brand_id", c.BrandID, "campaign_id", c.ID)
+		a := store.Audience{SegmentID: c.SegmentID}
+		var done bool
 		err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-			written, err := tx.ResolveCampaign(ctx, c, store.Audience{SegmentID: c.SegmentID})
-			if err != nil {
+			if err := tx.StartCampaign(ctx, c, a); err != nil {
 				return err
 			}
-			c.Stats.Queued = written
+			// campaign.started says what the resolution will write.
+			c.Stats.Queued = c.Stats.Recipients - c.Stats.SkippedUnsubscribed - c.Stats.SkippedFrequencyCap
+			var err error
+			if _, done, err = tx.ResolveCampaignChunk(ctx, c, a, s.resolveChunk); err != nil {
+				return err
+			}
 			s.jobsOf(tx).Campaign(c.BrandID, c.ID)
 			return s.emit(ctx, tx, c.BrandID, parley.EventCampaignStarted, c)
 		})
@@ -111,14 +129,61 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 			n++
 			s.logger.Info("campaign started", "brand_id", c.BrandID, "campaign_id", c.ID, "messages", c.Stats.Queued,
 				"recipients", c.Stats.Recipients)
-			if c.Stats.Queued >= analyzeAfter {
-				if err := s.db.AnalyzeMessages(ctx); err != nil {
-					s.logger.Warn("campaigns: analyze after a large resolution", "error", err)
+			if !done {
+				if err := s.resolveChunks(ctx, c); err != nil {
+					return n, err
 				}
 			}
 		}
 	}
+	// Resolutions left unfinished: a crash, or another node's in progress
+	// (their chunks and ours then take turns, guarded by the cursor).
+	resuming, err := s.db.ResolvingCampaigns(ctx, 16)
+	if err != nil {
+		return n, err
+	}
+	for _, c := range resuming {
+		if err := s.resolveChunks(ctx, c); err != nil {
+			return n, err
+		}
+	}
 	return n, nil
+}
+
+// resolveChunks writes the rest of the started campaign c's audience, a
+// chunk a transaction, until it is whole, the campaign is canceled or
+// another node takes the next chunk first (ErrCampaignNotResolving). A
+// transaction holds the database's writer (SQLite has one) only for one
+// chunk: the API's writes go between them.
+func (s *Service) resolveChunks(ctx context.Context, c *parley.Campaign) error {
+	a := store.Audience{SegmentID: c.SegmentID}
+	for {
+		var done bool
+		// Not a background write (store.WithBackgroundTx): the chunks are
+		// few, each short, and D16's "written" time is theirs.
+		err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+			var err error
+			_, done, err = tx.ResolveCampaignChunk(ctx, c, a, s.resolveChunk)
+			return err
+		})
+		switch {
+		case errors.Is(err, store.ErrCampaignNotResolving):
+			return nil
+		case errors.Is(err, store.ErrNotFound):
+			s.logger.Warn("campaigns: segment not found while resolving", "brand_id", c.BrandID, "campaign_id", c.ID)
+			return nil
+		case err != nil:
+			return err
+		case done:
+			s.logger.Info("campaign resolved", "brand_id", c.BrandID, "campaign_id", c.ID)
+			if c.Stats.Recipients-c.Stats.SkippedUnsubscribed-c.Stats.SkippedFrequencyCap >= analyzeAfter {
+				if err := s.db.AnalyzeMessages(ctx); err != nil {
+					s.logger.Warn("campaigns: analyze after a large resolution", "error", err)
+				}
+			}
+			return nil
+		}
+	}
 }
 
 func (s *Service) campaignBatchSize() int {
@@ -185,7 +250,7 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 		batch []store.CampaignRecipient
 		prog  jobs.CampaignProgress
 	)
-	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err = s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
 		batch, prog = nil, jobs.CampaignProgress{}
 		if idempotent {
 			if err := tx.RelaxCommit(ctx); err != nil {
@@ -317,7 +382,7 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 			temp = append(temp, r.MessageID)
 		}
 	}
-	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+	err = s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
 		if idempotent {
 			if err := tx.RelaxCommit(ctx); err != nil {
 				return err
@@ -380,6 +445,11 @@ func (s *Service) campaignIdle(ctx context.Context, tx *store.Tx, c *parley.Camp
 	now := tx.Now()
 	sending := c.Status == parley.CampaignSending
 	switch {
+	case q.Queued == 0 && sending && q.Resolving:
+		// Its resolver has not written the next chunk yet (or died: the
+		// scheduler resumes it): look again in a moment.
+		prog.Wait = resolvePoll
+		return nil
 	case q.Queued == 0:
 		prog.Done = true
 		if !sending {

@@ -76,6 +76,8 @@ type Service struct {
 	// usSendingRules intersects brands' sending windows with the US rules
 	// (D17); on unless the server runs with --us-sending-rules=false.
 	usSendingRules bool
+	// resolveChunk is the users a resolution transaction reads (SetResolveChunk).
+	resolveChunk int
 	// campaignBatch and staleClaim tune the campaign sender (SetCampaigns).
 	campaignBatch int
 	staleClaim    time.Duration

@@ -100,7 +100,8 @@ func (s *Service) ApplyStatuses(ctx context.Context, us []delivery.StatusUpdate)
 	if len(order) == 0 {
 		return errs, nil
 	}
-	err = s.db.WithOriginTx(ctx, parley.Origin{Source: parley.SourceCarrier}, func(tx *store.Tx) error {
+	// A batch of reports gives way to the API's writes (WithBackgroundOriginTx).
+	err = s.db.WithBackgroundOriginTx(ctx, parley.Origin{Source: parley.SourceCarrier}, func(tx *store.Tx) error {
 		// The caller records that the reports were applied with a commit
 		// of its own afterwards (delivery.BatchSink), which puts this one
 		// on disk too; lost with it in a crash, the reports come again.

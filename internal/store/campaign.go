@@ -94,99 +94,203 @@ func scanCampaign(scan func(...any) error) (*parley.Campaign, error) {
 }
 
 // ResolveCampaign resolves the segment of the brand's scheduled campaign c
-// once, in the caller's transaction (D16): every member of a whose
-// messaging_consent is true gets one queued message with campaign_id set;
-// the members are counted into recipients and skipped_unsubscribed (consent
-// false or null); the campaign becomes sending, started now. It returns
-// how many messages it wrote and updates c.
-//
-// A MARKETING campaign of a brand with a frequency cap (D17) skips the
-// consenting members already at it, counted in skipped_frequency_cap: the
-// rule of CountMarketingSent (MARKETING messages sent, delivered or
-// undelivered with date_sent in the last per_hours), as one correlated
-// count per member, read only for members whose last_outbound_at (the
-// activity columns, any type) falls inside the period.
-//
-// Exactly once rests on two things. The campaign row is updated first, so
-// a second resolution (another node, a retry) waits for the first's
-// transaction and then finds the campaign sending: ErrCampaignNotScheduled.
-// And the messages go in with ON CONFLICT on the unique key (campaign_id,
-// user_id), so even a resolution that got past the first check writes no
-// second message to anyone. A crash before commit rolls all of it back.
-//
-// One INSERT … SELECT over the segment's query: the audience is never read
-// into the server, and the database writes it in one pass.
-// A missing campaign is ErrNotFound; a missing segment too (AudienceFilter).
+// whole, in the caller's transaction (D16): StartCampaign, then every
+// chunk (ResolveCampaignChunk). It returns how many messages it wrote and
+// updates c. The engine resolves chunk by chunk, a transaction each, so
+// the writer is never held for the whole audience; this is the same in
+// one transaction, for callers that want it at once.
 func (tx *Tx) ResolveCampaign(ctx context.Context, c *parley.Campaign, a Audience) (int64, error) {
+	if err := tx.StartCampaign(ctx, c, a); err != nil {
+		return 0, err
+	}
+	var total int64
+	for {
+		n, done, err := tx.ResolveCampaignChunk(ctx, c, a, 0)
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if done {
+			return total, nil
+		}
+	}
+}
+
+// DefaultResolveChunk is how many of the brand's users (by id, members of
+// the segment or not) one ResolveCampaignChunk reads: at 100,000 members
+// on SQLite the whole INSERT … SELECT held the only writer for 1 – 2 s,
+// which every API write waited for; a chunk of this size holds it for
+// tens of milliseconds (docs/performance.md, "Campaigns").
+const DefaultResolveChunk = 2000
+
+// StartCampaign starts the brand's scheduled campaign c (D16): it
+// becomes sending, started now, with its segment's members counted into
+// recipients and skipped_unsubscribed (consent false or null) and, for a
+// MARKETING campaign of a brand with a frequency cap (D17), the consenting
+// members already at it into skipped_frequency_cap; its resolve cursor is
+// set to the start, so ResolveCampaignChunk writes the messages next.
+//
+// The campaign row is updated first, guarded by its status, so a second
+// start (another node, a retry) waits for the first's transaction and
+// then finds the campaign sending: ErrCampaignNotScheduled. A missing
+// campaign is ErrNotFound; a missing segment too (AudienceFilter).
+//
+// The counts are one pass over the segment's query, fixed here: stats
+// stay what D16 says (recipients = the members at send_at) while the
+// messages are written chunk by chunk. A consent changed between this
+// count and a chunk moves one member from one side to the other (the
+// member is messaged as its chunk saw it).
+func (tx *Tx) StartCampaign(ctx context.Context, c *parley.Campaign, a Audience) error {
 	now := parley.NewTime(tx.now)
-	res, err := tx.exec(ctx, `UPDATE campaigns SET status = ?, started_at = ?
+	res, err := tx.exec(ctx, `UPDATE campaigns SET status = ?, started_at = ?, resolve_cursor = 0,
+	resolve_end = (SELECT coalesce(max(id), 0) FROM users WHERE brand_id = ?)
 	WHERE brand_id = ? AND id = ? AND status = ?`,
-		parley.CampaignSending, micros(now.Time), c.BrandID, c.ID, parley.CampaignScheduled)
+		parley.CampaignSending, micros(now.Time), c.BrandID, c.BrandID, c.ID, parley.CampaignScheduled)
 	if err != nil {
-		return 0, fmt.Errorf("store: resolve campaign: %w", err)
+		return fmt.Errorf("store: resolve campaign: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return 0, fmt.Errorf("store: resolve campaign: %w", err)
+		return fmt.Errorf("store: resolve campaign: %w", err)
 	} else if n == 0 {
 		var status string
 		err := tx.queryRow(ctx, `SELECT status FROM campaigns WHERE brand_id = ? AND id = ?`, c.BrandID, c.ID).Scan(&status)
 		if errors.Is(err, sql.ErrNoRows) {
-			return 0, ErrNotFound
+			return ErrNotFound
 		} else if err != nil {
-			return 0, fmt.Errorf("store: resolve campaign: %w", err)
+			return fmt.Errorf("store: resolve campaign: %w", err)
 		}
-		return 0, ErrCampaignNotScheduled
+		return ErrCampaignNotScheduled
 	}
 
 	where, args, err := tx.AudienceFilter(ctx, c.BrandID, a)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	capped, capArgs, err := tx.cappedMember(ctx, c)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	// The counts come first, from one pass over the same filter. Under
-	// PostgreSQL's READ COMMITTED the INSERT reads a later snapshot: a
-	// consent changed in between can move one member from one side to the
-	// other (the member is then messaged as the INSERT saw it).
 	var recipients, unsubscribed, skippedCap int64
 	if err := tx.queryRow(ctx, `SELECT count(*), coalesce(sum(CASE WHEN u.messaging_consent = TRUE THEN 0 ELSE 1 END), 0),
 	coalesce(sum(CASE WHEN u.messaging_consent = TRUE AND `+capped+` THEN 1 ELSE 0 END), 0)
 	FROM users u WHERE `+where, append(append([]any{}, capArgs...), args...)...).Scan(&recipients, &unsubscribed, &skippedCap); err != nil {
-		return 0, fmt.Errorf("store: resolve campaign: count: %w", err)
+		return fmt.Errorf("store: resolve campaign: count: %w", err)
+	}
+	if _, err := tx.exec(ctx, `UPDATE campaigns SET recipients = ?, skipped_unsubscribed = ?, skipped_frequency_cap = ?
+	WHERE id = ?`, recipients, unsubscribed, skippedCap, c.ID); err != nil {
+		return fmt.Errorf("store: resolve campaign: %w", err)
+	}
+	c.Status, c.StartedAt = parley.CampaignSending, &now
+	c.Stats.Recipients, c.Stats.SkippedUnsubscribed, c.Stats.SkippedFrequencyCap = recipients, unsubscribed, skippedCap
+	return nil
+}
+
+// ErrCampaignNotResolving: the campaign's resolution is not where this
+// chunk expected it: another node resolved that chunk first, the
+// resolution is finished, or the campaign was canceled.
+var ErrCampaignNotResolving = errors.New("store: campaign is not being resolved")
+
+// ResolveCampaignChunk writes the messages of the next chunk of the
+// started campaign c: the brand's users with ids after the resolve cursor,
+// at most size of them (0: DefaultResolveChunk), one queued message with
+// campaign_id set to each member of a whose messaging_consent is true and
+// who is not at the frequency cap (see StartCampaign). It returns how
+// many messages it wrote and whether the resolution is finished (the
+// cursor is then NULL). ErrCampaignNotResolving when the cursor moved
+// (another node's chunk), is NULL, or the campaign is no longer sending.
+//
+// Exactly once rests on three things. The cursor moves first, in a
+// guarded UPDATE (cursor = the value read), so of two resolvers of the
+// same chunk one waits for the other's transaction and then finds the
+// cursor moved; the cursor and the chunk's messages commit together, so
+// a crash resumes after the last chunk written; and the messages go in
+// with ON CONFLICT on the unique key (campaign_id, user_id), so no chunk
+// ever writes a second message to anyone. A cancel (status no longer
+// sending) stops the next chunk the same way.
+//
+// One INSERT … SELECT over the segment's query per chunk: the audience is
+// never read into the server. The chunk's bound is the size-th user id of
+// the brand after the cursor, read from users_brand_live_id.
+func (tx *Tx) ResolveCampaignChunk(ctx context.Context, c *parley.Campaign, a Audience, size int) (int64, bool, error) {
+	if size <= 0 {
+		size = DefaultResolveChunk
+	}
+	var cursor, end sql.NullInt64
+	err := tx.queryRow(ctx, `SELECT resolve_cursor, resolve_end FROM campaigns WHERE brand_id = ? AND id = ? AND status = ?`,
+		c.BrandID, c.ID, parley.CampaignSending).Scan(&cursor, &end)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !cursor.Valid {
+		return 0, false, ErrCampaignNotResolving
+	} else if err != nil {
+		return 0, false, fmt.Errorf("store: resolve campaign chunk: %w", err)
+	}
+	var bound int64
+	err = tx.queryRow(ctx, `SELECT id FROM users WHERE brand_id = ? AND is_deleted = FALSE AND id > ? AND id < ?
+	ORDER BY id LIMIT 1 OFFSET ?`, c.BrandID, cursor.Int64, end.Int64, size-1).Scan(&bound)
+	done := errors.Is(err, sql.ErrNoRows)
+	if done {
+		bound = end.Int64 // the last chunk: up to the highest id at the start
+	}
+	if err != nil && !done {
+		return 0, false, fmt.Errorf("store: resolve campaign chunk: bound: %w", err)
+	}
+	next := sql.NullInt64{Int64: bound, Valid: !done}
+	res, err := tx.exec(ctx, `UPDATE campaigns SET resolve_cursor = ?
+	WHERE brand_id = ? AND id = ? AND status = ? AND resolve_cursor = ?`,
+		next, c.BrandID, c.ID, parley.CampaignSending, cursor.Int64)
+	if err != nil {
+		return 0, false, fmt.Errorf("store: resolve campaign chunk: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, false, fmt.Errorf("store: resolve campaign chunk: %w", err)
+	} else if n == 0 {
+		return 0, false, ErrCampaignNotResolving
 	}
 
+	where, args, err := tx.AudienceFilter(ctx, c.BrandID, a)
+	if err != nil {
+		return 0, false, err
+	}
+	capped, capArgs, err := tx.cappedMember(ctx, c)
+	if err != nil {
+		return 0, false, err
+	}
+	rng, rngArgs := ` AND u.id > ? AND u.id <= ?`, []any{cursor.Int64, bound}
 	media, err := json.Marshal(nonNil(c.MediaItemUUIDs))
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	// The columns of qInsertMessage that a queued outbound message sets;
 	// provider and the delivery columns stay at their defaults until a
 	// sender claims the message. The SELECT's WHERE also keeps SQLite from
 	// reading ON CONFLICT as a join's ON.
+	all := append([]any{parley.DirectionOutbound, parley.StatusQueued, c.Body, string(media), c.Type,
+		micros(tx.now), c.ID}, args...)
+	all = append(append(all, rngArgs...), capArgs...)
 	res, err = tx.exec(ctx, `INSERT INTO messages (brand_id, user_id, direction, status, body,
 	media_item_uuids, type, date_created, campaign_id)
 	SELECT u.brand_id, u.id, ?, ?, ?, ?, ?, ?, ?
-	FROM users u WHERE `+where+` AND u.messaging_consent = TRUE AND NOT `+capped+`
-	ON CONFLICT (campaign_id, user_id) WHERE campaign_id IS NOT NULL DO NOTHING`,
-		append(append([]any{parley.DirectionOutbound, parley.StatusQueued, c.Body, string(media), c.Type,
-			micros(now.Time), c.ID}, args...), capArgs...)...)
+	FROM users u WHERE `+where+rng+` AND u.messaging_consent = TRUE AND NOT `+capped+`
+	ON CONFLICT (campaign_id, user_id) WHERE campaign_id IS NOT NULL DO NOTHING`, all...)
 	if err != nil {
-		return 0, fmt.Errorf("store: resolve campaign: insert messages: %w", err)
+		return 0, false, fmt.Errorf("store: resolve campaign: insert messages: %w", err)
 	}
 	written, err := res.RowsAffected()
 	if err != nil {
-		return 0, fmt.Errorf("store: resolve campaign: %w", err)
+		return 0, false, fmt.Errorf("store: resolve campaign: %w", err)
 	}
+	return written, done, nil
+}
 
-	if _, err := tx.exec(ctx, `UPDATE campaigns SET recipients = ?, skipped_unsubscribed = ?, skipped_frequency_cap = ?
-	WHERE id = ?`, recipients, unsubscribed, skippedCap, c.ID); err != nil {
-		return 0, fmt.Errorf("store: resolve campaign: %w", err)
+// ResolvingCampaigns returns up to limit sending campaigns whose
+// resolution has not finished (campaigns_resolving): one a crash
+// interrupted, or one another node is resolving now.
+func (db *DB) ResolvingCampaigns(ctx context.Context, limit int) ([]*parley.Campaign, error) {
+	rows, err := db.query(ctx, `SELECT `+campaignColumns+` FROM campaigns
+	WHERE resolve_cursor IS NOT NULL AND status = 'sending' ORDER BY id LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: resolving campaigns: %w", err)
 	}
-	c.Status, c.StartedAt = parley.CampaignSending, &now
-	c.Stats.Recipients, c.Stats.SkippedUnsubscribed, c.Stats.SkippedFrequencyCap = recipients, unsubscribed, skippedCap
-	return written, nil
+	return collect(rows, scanCampaign)
 }
 
 // cappedMember returns the SQL condition, on users u, of a member at the

@@ -412,16 +412,21 @@ type CampaignQueue struct {
 	// NextHeld is the earliest scheduled_at of the unclaimed ones held for
 	// their window (zero when none).
 	NextHeld time.Time
+	// Resolving: the audience is still being written (resolve_cursor), so
+	// more messages may come although none is queued now.
+	Resolving bool
 }
 
 // CampaignQueueState reads the campaign's work list (messages_campaign_queue).
 func (tx *Tx) CampaignQueueState(ctx context.Context, brandID, campaignID int64) (CampaignQueue, error) {
 	var q CampaignQueue
 	var oldest, held sql.NullInt64
+	var resolving int64
 	err := tx.queryRow(ctx, `SELECT count(*), coalesce(sum(CASE WHEN sending_at IS NULL THEN 0 ELSE 1 END), 0),
-	min(sending_at), min(CASE WHEN sending_at IS NULL THEN scheduled_at END)
-	FROM messages WHERE campaign_id = ? AND status = 'queued' AND brand_id = ?`, campaignID, brandID).Scan(
-		&q.Queued, &q.Claimed, &oldest, &held)
+	min(sending_at), min(CASE WHEN sending_at IS NULL THEN scheduled_at END),
+	(SELECT count(*) FROM campaigns WHERE id = ? AND resolve_cursor IS NOT NULL)
+	FROM messages WHERE campaign_id = ? AND status = 'queued' AND brand_id = ?`, campaignID, campaignID, brandID).Scan(
+		&q.Queued, &q.Claimed, &oldest, &held, &resolving)
 	if err != nil {
 		return q, fmt.Errorf("store: campaign queue: %w", err)
 	}
@@ -431,16 +436,18 @@ func (tx *Tx) CampaignQueueState(ctx context.Context, brandID, campaignID int64)
 	if held.Valid {
 		q.NextHeld = fromMicros(held.Int64)
 	}
+	q.Resolving = resolving > 0
 	return q, nil
 }
 
 // CompleteCampaign moves the brand's sending campaign to completed at the
-// transaction's time when none of its messages is queued any more; false
-// when it is not sending or still has queued messages. Guarded, so the
+// transaction's time when none of its messages is queued any more and its
+// audience is written whole (resolve_cursor NULL); false when it is not
+// sending, is still being resolved or has queued messages. Guarded, so the
 // campaign completes once however many senders try.
 func (tx *Tx) CompleteCampaign(ctx context.Context, brandID, campaignID int64) (bool, error) {
 	res, err := tx.exec(ctx, `UPDATE campaigns SET status = 'completed', completed_at = ?
-	WHERE brand_id = ? AND id = ? AND status = 'sending'
+	WHERE brand_id = ? AND id = ? AND status = 'sending' AND resolve_cursor IS NULL
 	AND NOT EXISTS (SELECT 1 FROM messages WHERE campaign_id = ? AND status = 'queued')`,
 		micros(tx.now), brandID, campaignID, campaignID)
 	if err != nil {

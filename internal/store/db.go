@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -57,6 +58,9 @@ type DB struct {
 	// one goroutine running every write's statements in turn, a round trip
 	// each, became the limit (issue #4).
 	committers int
+	// fgWaiting counts the group-commit writes queued and not yet done:
+	// background writes give way to them (YieldWriter).
+	fgWaiting atomic.Int64
 
 	// answers seals the answers of Idempotency-Keys (see Options.AnswerBox).
 	answers *secretbox.Box

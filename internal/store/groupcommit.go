@@ -62,6 +62,8 @@ var ErrClosed = errors.New("store: closed")
 func (db *DB) inGroup(ctx context.Context, op *groupOp) error {
 	op.done = make(chan struct{})
 	op.ctx = ctx
+	db.fgWaiting.Add(1)
+	defer db.fgWaiting.Add(-1)
 	g := db.startGroup()
 	select {
 	case g.queue <- op:

@@ -80,6 +80,7 @@ func (db *DB) SimMarkReported(ctx context.Context, providerIDs []string) error {
 	for i, id := range providerIDs {
 		args[i] = id
 	}
+	db.YieldWriter(ctx) // reports: the API's writes first
 	_, err := db.write.ExecContext(ctx, db.rebind(`UPDATE sim_messages SET reported = TRUE WHERE provider_id IN (?`+
 		strings.Repeat(", ?", len(providerIDs)-1)+`)`), args...)
 	if err != nil {
@@ -107,6 +108,7 @@ func (db *DB) SimAcceptMany(ctx context.Context, recs []SimRecord) ([]SimRecord,
 		args = append(args, r.ProviderID, r.MessageID, r.FinalStatus, nullIfEmpty(r.ErrorCode), nullIfEmpty(r.ErrorMessage), micros(r.DueAt))
 	}
 	q.WriteString(` ON CONFLICT (message_id) DO NOTHING RETURNING message_id`)
+	db.YieldWriter(ctx) // a campaign's batch: the API's writes first
 	rows, err := db.write.QueryContext(ctx, db.rebind(q.String()), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: sim accept: %w", err)

@@ -129,10 +129,10 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 			n++
 			s.logger.Info("campaign started", "brand_id", c.BrandID, "campaign_id", c.ID, "messages", c.Stats.Queued,
 				"recipients", c.Stats.Recipients)
-			if !done {
-				if err := s.resolveChunks(ctx, c); err != nil {
-					return n, err
-				}
+			if done {
+				s.resolved(ctx, c)
+			} else if err := s.resolveChunks(ctx, c); err != nil {
+				return n, err
 			}
 		}
 	}
@@ -175,13 +175,20 @@ func (s *Service) resolveChunks(ctx context.Context, c *parley.Campaign) error {
 		case err != nil:
 			return err
 		case done:
-			s.logger.Info("campaign resolved", "brand_id", c.BrandID, "campaign_id", c.ID)
-			if c.Stats.Recipients-c.Stats.SkippedUnsubscribed-c.Stats.SkippedFrequencyCap >= analyzeAfter {
-				if err := s.db.AnalyzeMessages(ctx); err != nil {
-					s.logger.Warn("campaigns: analyze after a large resolution", "error", err)
-				}
-			}
+			s.resolved(ctx, c)
 			return nil
+		}
+	}
+}
+
+// resolved follows the last chunk of c's audience: after a large one the
+// planner's statistics of messages are refreshed (store.AnalyzeMessages)
+// before the send job's batches are planned on them.
+func (s *Service) resolved(ctx context.Context, c *parley.Campaign) {
+	s.logger.Info("campaign resolved", "brand_id", c.BrandID, "campaign_id", c.ID)
+	if c.Stats.Recipients-c.Stats.SkippedUnsubscribed-c.Stats.SkippedFrequencyCap >= analyzeAfter {
+		if err := s.db.AnalyzeMessages(ctx); err != nil {
+			s.logger.Warn("campaigns: analyze after a large resolution", "error", err)
 		}
 	}
 }
@@ -217,6 +224,17 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 	}
 	if err != nil {
 		return jobs.CampaignProgress{}, err
+	}
+	// The drain starts once the audience is written whole: on a machine
+	// short of CPU (and on SQLite, of its one writer) batches between the
+	// resolution's chunks only put off its end (measured, 100,000 members:
+	// written 1.8 – 3.0 s instead of 1.3 s), and the messages go no sooner.
+	if c.Status == parley.CampaignSending {
+		if resolving, err := s.db.CampaignResolving(ctx, brandID, campaignID); err != nil {
+			return jobs.CampaignProgress{}, err
+		} else if resolving {
+			return jobs.CampaignProgress{Wait: resolvePoll}, nil
+		}
 	}
 	set, err := s.db.BrandSettings(ctx, brandID)
 	if err != nil {

@@ -32,6 +32,12 @@ const (
 	// many messages, small enough that a batch's transaction holds the
 	// writer for milliseconds, which a single message then waits for.
 	DefaultCampaignBatch = 500
+	// sqliteCampaignBatch is DefaultCampaignBatch on SQLite, whose one
+	// writer every API write waits for while a batch holds it: half the
+	// batch halves that wait, and costs the drain little (measured at
+	// 100,000 messages, load 7.5: POST /messages p99 105 – 168 ms instead
+	// of 239 – 317, delivered 10.6 – 12.3 s instead of 11.0 – 11.3).
+	sqliteCampaignBatch = 250
 	// DefaultStaleClaim is how old a claim must be before it is taken for
 	// one whose sender died (see SetCampaigns).
 	DefaultStaleClaim = time.Minute
@@ -57,7 +63,7 @@ type CampaignMetrics interface {
 }
 
 // SetCampaigns tunes the campaign sender: the most messages a batch
-// takes (0: DefaultCampaignBatch) and how old a claim must be to be taken
+// takes (0: DefaultCampaignBatch, sqliteCampaignBatch on SQLite) and how old a claim must be to be taken
 // for one whose sender died (0: DefaultStaleClaim). The stale age must
 // exceed a live batch's claim-to-outcome time by far: the job queue's
 // rescue delay is the natural value.
@@ -196,6 +202,9 @@ func (s *Service) resolved(ctx context.Context, c *parley.Campaign) {
 func (s *Service) campaignBatchSize() int {
 	if s.campaignBatch > 0 {
 		return s.campaignBatch
+	}
+	if s.db.Engine() == "sqlite" {
+		return sqliteCampaignBatch
 	}
 	return DefaultCampaignBatch
 }

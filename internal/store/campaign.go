@@ -125,7 +125,7 @@ func (tx *Tx) ResolveCampaign(ctx context.Context, c *parley.Campaign, a Audienc
 // written at 100,000), so its chunks are large (docs/performance.md,
 // "Campaigns").
 const (
-	DefaultResolveChunk  = 5000
+	DefaultResolveChunk  = 2000
 	postgresResolveChunk = 100000
 )
 

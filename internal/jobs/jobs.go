@@ -84,6 +84,8 @@ type WorkerConfig struct {
 	Purger Purger
 	// Imports, when set, runs CSV imports of users.
 	Imports ImportRunner
+	// Extraction, when set, fills auto-collected custom data (D20).
+	Extraction ExtractionRunner
 	// Concurrency is how many deliveries run at once on this node.
 	Concurrency int
 	// RescueAfter is how long a job may run before another node or a
@@ -158,6 +160,9 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 		cfg.Logger = w.Logger
 		if w.Imports != nil {
 			addImports(workers, cfg, w.Imports)
+		}
+		if w.Extraction != nil {
+			addExtraction(workers, cfg, w.Extraction)
 		}
 	}
 	c, err := river.NewClient(driver(db, engine), cfg)

@@ -277,6 +277,9 @@ func (s *Service) CreateCustomField(ctx context.Context, f *parley.CustomField) 
 	if f.IsAppend && f.CustomDataType != parley.CustomList {
 		return invalid("is_append", "only a LIST field appends")
 	}
+	if err := checkFieldText(f); err != nil {
+		return err
+	}
 	return s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.CreateCustomField(ctx, f, key) })
 }
 

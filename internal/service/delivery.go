@@ -409,9 +409,13 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 	if in.At.IsZero() {
 		in.At = s.db.Now()
 	}
+	wantsExtraction, err := s.queuesExtraction(ctx, brand.ID, in.Body)
+	if err != nil {
+		return nil, "", err
+	}
 	var msg *parley.Message
 	var reply string
-	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
+	err = s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		reply = ""
 		u, err := tx.FindUserByPhone(ctx, brand.ID, in.From)
 		if errors.Is(err, store.ErrNotFound) {
@@ -437,6 +441,9 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 		if fresh {
 			if err := s.emit(ctx, tx, brand.ID, parley.EventMessageReceived, m); err != nil {
 				return err
+			}
+			if wantsExtraction { // D20: with the message, so a stored text is never left unread
+				s.jobsOf(tx).Extraction(brand.ID, u.ID, m.ID)
 			}
 		}
 		switch {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/delivery"
+	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/phone"
 	"github.com/parleyhq/parley/internal/secretbox"
@@ -76,6 +77,10 @@ type Service struct {
 	// usSendingRules intersects brands' sending windows with the US rules
 	// (D17); on unless the server runs with --us-sending-rules=false.
 	usSendingRules bool
+
+	// extractor fills auto-collected custom data (D20); nil turns it off.
+	extractor      extract.Extractor
+	extractMetrics ExtractionMetrics
 
 	webhookAllowPrivate bool
 	webhookClient       *http.Client

@@ -1,0 +1,70 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/riverqueue/river"
+)
+
+// ExtractCustomDataArgs asks a worker to fill a contact's auto-collected
+// custom data from the conversation up to one inbound message (D20, #19).
+type ExtractCustomDataArgs struct {
+	BrandID   int64 `json:"brand_id"`
+	UserID    int64 `json:"user_id"`
+	MessageID int64 `json:"message_id"`
+}
+
+// Kind implements river.JobArgs.
+func (ExtractCustomDataArgs) Kind() string { return "extract_custom_data" }
+
+// QueueExtraction holds extraction jobs, so an extractor that is slow (a
+// model server) never holds the workers that send messages.
+const QueueExtraction = "extraction"
+
+// extractWorkers bounds the extractions running at once on a node: each
+// ends in one short write transaction, and a model server may answer slowly.
+const extractWorkers = 8
+
+// InsertOpts puts extractions in their queue, behind every other job of
+// it: they are never urgent (D20 allows 10 s).
+func (ExtractCustomDataArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueExtraction, MaxAttempts: 5}
+}
+
+// Extraction adds the extraction that an inbound message causes.
+func (p *Pending) Extraction(brandID, userID, messageID int64) {
+	p.params = append(p.params, river.InsertManyParams{Args: ExtractCustomDataArgs{BrandID: brandID, UserID: userID, MessageID: messageID}})
+}
+
+// ExtractionRunner runs one extraction; final says no retry follows an
+// error. The service implements it.
+type ExtractionRunner interface {
+	RunExtraction(ctx context.Context, brandID, userID, messageID int64, final bool) error
+}
+
+type extractWorker struct {
+	river.WorkerDefaults[ExtractCustomDataArgs]
+	r       ExtractionRunner
+	timeout time.Duration
+}
+
+func (w *extractWorker) Work(ctx context.Context, job *river.Job[ExtractCustomDataArgs]) error {
+	a := job.Args
+	err := w.r.RunExtraction(ctx, a.BrandID, a.UserID, a.MessageID, job.Attempt >= job.MaxAttempts)
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return river.JobSnooze(0) // the node is stopping: go on later without spending an attempt
+	}
+	return err
+}
+
+// Timeout leaves an extractor that calls a model server time for its own
+// retries, and still ends before the job could be rescued.
+func (w *extractWorker) Timeout(*river.Job[ExtractCustomDataArgs]) time.Duration { return w.timeout }
+
+// addExtraction registers the extraction worker and its queue.
+func addExtraction(workers *river.Workers, cfg *river.Config, r ExtractionRunner) {
+	river.AddWorker(workers, &extractWorker{r: r, timeout: min(45*time.Second, cfg.RescueStuckJobsAfter*3/4)})
+	cfg.Queues[QueueExtraction] = river.QueueConfig{MaxWorkers: extractWorkers}
+}

@@ -30,7 +30,7 @@ Commands:
   migrate      create or upgrade the database schema
   brand        create | list brands
   credential   create | list | revoke API credentials
-  field        create | list | delete custom data fields
+  field        create | list | update | delete custom data fields
   segment      create | list | archive segments
   call         send a signed request to the API
   import       import users from a CSV file: parley import FILE --brand ID

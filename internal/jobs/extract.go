@@ -25,7 +25,15 @@ const QueueExtraction = "extraction"
 
 // extractWorkers bounds the extractions running at once on a node: each
 // ends in one short write transaction, and a model server may answer slowly.
-const extractWorkers = 8
+// extractFetchEvery is how often the queue looks for new jobs: seldom
+// enough that the look-ups (each a write on SQLite, whose one writer the
+// inbound texts need) take many jobs at once, and soon enough for D20's
+// 10 s; the two bound a node to extractWorkers/extractFetchEvery = 320
+// extractions a second.
+const (
+	extractWorkers    = 32
+	extractFetchEvery = 100 * time.Millisecond
+)
 
 // InsertOpts puts extractions in their queue, behind every other job of
 // it: they are never urgent (D20 allows 10 s).
@@ -66,5 +74,6 @@ func (w *extractWorker) Timeout(*river.Job[ExtractCustomDataArgs]) time.Duration
 // addExtraction registers the extraction worker and its queue.
 func addExtraction(workers *river.Workers, cfg *river.Config, r ExtractionRunner) {
 	river.AddWorker(workers, &extractWorker{r: r, timeout: min(45*time.Second, cfg.RescueStuckJobsAfter*3/4)})
-	cfg.Queues[QueueExtraction] = river.QueueConfig{MaxWorkers: extractWorkers}
+	cfg.Queues[QueueExtraction] = river.QueueConfig{MaxWorkers: extractWorkers,
+		FetchCooldown: extractFetchEvery, FetchPollInterval: max(extractFetchEvery, cfg.FetchPollInterval)}
 }

@@ -29,15 +29,24 @@ const inboundRate = 200
 //
 //	go test -run '^$' -bench BenchmarkSimulatorInbound -benchtime 4000x ./internal/httpapi/
 func BenchmarkSimulatorInbound(b *testing.B) {
-	for _, auto := range []bool{false, true} {
-		name := "NoAutoCollectedField"
-		if auto {
-			name = "AutoCollectedField"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, tc := range []struct {
+		name          string
+		auto, workers bool
+	}{
+		{"Workers/NoAutoCollectedField", false, true},
+		{"Workers/AutoCollectedField", true, true},
+		// The request path alone, as on an API node (--role api): the
+		// inbound transaction's own added work, without the extraction's.
+		{"APIOnly/NoAutoCollectedField", false, false},
+		{"APIOnly/AutoCollectedField", true, false},
+	} {
+		auto, workers := tc.auto, tc.workers
+		b.Run(tc.name, func(b *testing.B) {
 			e := apitest.New(b)
-			if err := e.App.Start(context.Background()); err != nil {
-				b.Fatal(err)
+			if workers {
+				if err := e.App.Start(context.Background()); err != nil {
+					b.Fatal(err)
+				}
 			}
 			e.MustCreateField(b, &parley.CustomField{BrandID: e.BrandA.ID, FieldName: "Size", CustomDataType: parley.CustomString,
 				AvailableEnumValues: []string{"S", "M", "L"}, IsAutoCollected: auto})
@@ -82,7 +91,7 @@ func BenchmarkSimulatorInbound(b *testing.B) {
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-			if auto {
+			if auto && workers {
 				b.ReportMetric(float64(e.Count(b, "user_history WHERE source = 'extraction'")), "values-written")
 			}
 		})

@@ -142,7 +142,7 @@ func TestExtractionQueuing(t *testing.T) {
 	e := apitest.New(t)
 	exSizeField(t, e, e.BrandA.ID)
 	// Brand B has fields, none auto-collected.
-	e.MustCreateField(t, &parley.CustomField{BrandID: e.BrandB.ID, FieldName: "Size", CustomDataType: parley.CustomString,
+	bSize := e.MustCreateField(t, &parley.CustomField{BrandID: e.BrandB.ID, FieldName: "Size", CustomDataType: parley.CustomString,
 		AvailableEnumValues: []string{"S", "M", "L"}})
 	const from = "+14155552671"
 
@@ -178,6 +178,17 @@ func TestExtractionQueuing(t *testing.T) {
 	}
 	if got := exJobs(t, e, ""); got != 2 {
 		t.Errorf("%d extraction jobs after a text to a brand without auto-collected fields, want 2", got)
+	}
+	// Turned on, the field's next text queues one at once: the node does
+	// not go on with what it remembered of the brand's fields.
+	if _, err := e.App.Service.UpdateCustomField(e.Ctx, e.BrandB.ID, bSize.ID, parley.CustomFieldUpdate{IsAutoCollected: parley.Some(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.B.SimulateInbound(e.Ctx, parley.SimulatedInbound{From: parley.Some(from), Body: parley.Some("I'm a size L")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := exJobs(t, e, ""); got != 3 {
+		t.Errorf("%d extraction jobs after brand B's field became auto-collected, want 3", got)
 	}
 }
 

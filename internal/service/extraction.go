@@ -46,8 +46,31 @@ func (s *Service) queuesExtraction(ctx context.Context, brandID int64, body stri
 	if s.extractor == nil || keyword(body, stopWords) || keyword(body, startWords) || keyword(body, helpWords) {
 		return false, nil
 	}
-	return s.db.HasAutoCollectedFields(ctx, brandID)
+	now := time.Now()
+	if c, ok := s.autoFields.Load(brandID); ok && now.Before(c.(autoFieldsEntry).until) {
+		return c.(autoFieldsEntry).has, nil
+	}
+	has, err := s.db.HasAutoCollectedFields(ctx, brandID)
+	if err != nil {
+		return false, err
+	}
+	s.autoFields.Store(brandID, autoFieldsEntry{has: has, until: now.Add(autoFieldsTTL)})
+	return has, nil
 }
+
+// autoFieldsTTL is how long a node remembers whether a brand has an
+// auto-collected field, sparing each inbound text a read: a field's change
+// through another node reaches this one's inbound texts within it (this
+// node's own changes at once, forgetAutoFields).
+const autoFieldsTTL = 2 * time.Second
+
+type autoFieldsEntry struct {
+	has   bool
+	until time.Time
+}
+
+// forgetAutoFields drops what the node remembers of the brand's fields.
+func (s *Service) forgetAutoFields(brandID int64) { s.autoFields.Delete(brandID) }
 
 // extracted is a value that passed D6, with the message it came from.
 type extracted struct {

@@ -153,12 +153,17 @@ func TestExtractionQueuing(t *testing.T) {
 	var args string
 	e.App.DB.Writer().QueryRowContext(e.Ctx, "SELECT args FROM river_job WHERE kind = 'extract_custom_data'").Scan(&args)
 	var a struct {
-		BrandID   int64 `json:"brand_id"`
-		UserID    int64 `json:"user_id"`
-		MessageID int64 `json:"message_id"`
+		BrandID    int64  `json:"brand_id"`
+		UserID     int64  `json:"user_id"`
+		MessageID  int64  `json:"message_id"`
+		ProviderID string `json:"provider_id"`
 	}
 	json.Unmarshal([]byte(args), &a)
-	if a.BrandID != e.BrandA.ID || a.UserID != m.UserID || a.MessageID != m.ID {
+	// The job names the message by the provider's id: it is queued before
+	// the message's insert (see service.receive).
+	var named int64
+	e.App.DB.Writer().QueryRowContext(e.Ctx, "SELECT id FROM messages WHERE provider_id = '"+a.ProviderID+"'").Scan(&named)
+	if a.BrandID != e.BrandA.ID || a.UserID != m.UserID || (a.MessageID != m.ID && named != m.ID) {
 		t.Errorf("job args %s, want brand %d, user %d, message %d", args, e.BrandA.ID, m.UserID, m.ID)
 	}
 	for _, kw := range []string{"STOP", " start ", "help", "YES", "Unsubscribe"} {

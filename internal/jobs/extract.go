@@ -10,10 +10,14 @@ import (
 
 // ExtractCustomDataArgs asks a worker to fill a contact's auto-collected
 // custom data from the conversation up to one inbound message (D20, #19).
+// The message is named by its id or, when the job is queued before the
+// message is stored (MessageID 0), by its provider's id.
 type ExtractCustomDataArgs struct {
-	BrandID   int64 `json:"brand_id"`
-	UserID    int64 `json:"user_id"`
-	MessageID int64 `json:"message_id"`
+	BrandID    int64  `json:"brand_id"`
+	UserID     int64  `json:"user_id"`
+	MessageID  int64  `json:"message_id,omitempty"`
+	Provider   string `json:"provider,omitempty"`
+	ProviderID string `json:"provider_id,omitempty"`
 }
 
 // Kind implements river.JobArgs.
@@ -42,14 +46,14 @@ func (ExtractCustomDataArgs) InsertOpts() river.InsertOpts {
 }
 
 // Extraction adds the extraction that an inbound message causes.
-func (p *Pending) Extraction(brandID, userID, messageID int64) {
-	p.params = append(p.params, river.InsertManyParams{Args: ExtractCustomDataArgs{BrandID: brandID, UserID: userID, MessageID: messageID}})
+func (p *Pending) Extraction(a ExtractCustomDataArgs) {
+	p.params = append(p.params, river.InsertManyParams{Args: a})
 }
 
 // ExtractionRunner runs one extraction; final says no retry follows an
 // error. The service implements it.
 type ExtractionRunner interface {
-	RunExtraction(ctx context.Context, brandID, userID, messageID int64, final bool) error
+	RunExtraction(ctx context.Context, a ExtractCustomDataArgs, final bool) error
 }
 
 type extractWorker struct {
@@ -59,8 +63,7 @@ type extractWorker struct {
 }
 
 func (w *extractWorker) Work(ctx context.Context, job *river.Job[ExtractCustomDataArgs]) error {
-	a := job.Args
-	err := w.r.RunExtraction(ctx, a.BrandID, a.UserID, a.MessageID, job.Attempt >= job.MaxAttempts)
+	err := w.r.RunExtraction(ctx, job.Args, job.Attempt >= job.MaxAttempts)
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		return river.JobSnooze(0) // the node is stopping: go on later without spending an attempt
 	}

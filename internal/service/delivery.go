@@ -428,6 +428,18 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 		if err != nil {
 			return err
 		}
+		if wantsExtraction && in.ProviderID != "" {
+			// Queued before the message's insert, which on PostgreSQL takes
+			// the activity trigger's lock until the commit: the job's insert
+			// then does not lengthen the time every inbound text waits for it.
+			// A carrier's repeated callback queues it again, which rewrites
+			// nothing (the values are the same, or newer ones win).
+			var p jobs.Pending
+			p.Extraction(jobs.ExtractCustomDataArgs{BrandID: brand.ID, UserID: u.ID, Provider: s.provider.Name(), ProviderID: in.ProviderID})
+			if err := s.queue.Insert(ctx, tx.SQL(), &p); err != nil {
+				return err
+			}
+		}
 		at := parley.NewTime(in.At)
 		m := &parley.Message{BrandID: brand.ID, UserID: u.ID, Direction: parley.DirectionInbound,
 			Status: parley.StatusDelivered, Body: in.Body, MediaItemUUIDs: []string{}, Type: parley.TypeConversational,
@@ -442,8 +454,8 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 			if err := s.emit(ctx, tx, brand.ID, parley.EventMessageReceived, m); err != nil {
 				return err
 			}
-			if wantsExtraction { // D20: with the message, so a stored text is never left unread
-				s.jobsOf(tx).Extraction(brand.ID, u.ID, m.ID)
+			if wantsExtraction && in.ProviderID == "" { // D20: with the message, so a stored text is never left unread
+				s.jobsOf(tx).Extraction(jobs.ExtractCustomDataArgs{BrandID: brand.ID, UserID: u.ID, MessageID: m.ID})
 			}
 		}
 		switch {

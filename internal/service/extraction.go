@@ -88,11 +88,22 @@ type extracted struct {
 // user.updated event. A value set after its message, by anyone, stays. It
 // returns an error only when a retry may do better (the extractor could
 // not run, the database failed).
-func (s *Service) RunExtraction(ctx context.Context, brandID, userID, messageID int64, final bool) error {
+func (s *Service) RunExtraction(ctx context.Context, a jobs.ExtractCustomDataArgs, final bool) error {
 	if s.extractor == nil {
 		return nil
 	}
-	log := s.logger.With("brand_id", brandID, "user_id", userID, "message_id", messageID)
+	brandID, userID, messageID := a.BrandID, a.UserID, a.MessageID
+	log := s.logger.With("brand_id", brandID, "user_id", userID, "message_id", messageID, "provider_id", a.ProviderID)
+	if messageID == 0 {
+		m, err := s.db.FindMessageByProviderID(ctx, a.Provider, a.ProviderID)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (m.BrandID != brandID || m.UserID != userID)) {
+			log.Warn("extraction: the inbound message is gone")
+			return nil
+		} else if err != nil {
+			return err
+		}
+		messageID = m.ID
+	}
 	all, err := s.db.ListCustomFields(ctx, brandID)
 	if err != nil {
 		return err

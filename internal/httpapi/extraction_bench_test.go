@@ -97,3 +97,39 @@ func BenchmarkSimulatorInbound(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInboundPath is the inbound path without HTTP, one text at a
+// time (service.SimulateInbound: the same receive as a carrier's
+// callback), for a brand without and with an auto-collected field, workers
+// off: what the inbound transaction itself gains (#19). It reports p50 and
+// p99 of the calls.
+//
+//	go test -run '^$' -bench BenchmarkInboundPath -benchtime 3000x ./internal/httpapi/
+func BenchmarkInboundPath(b *testing.B) {
+	for _, auto := range []bool{false, true} {
+		name := "NoAutoCollectedField"
+		if auto {
+			name = "AutoCollectedField"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := apitest.New(b)
+			e.MustCreateField(b, &parley.CustomField{BrandID: e.BrandA.ID, FieldName: "Size", CustomDataType: parley.CustomString,
+				AvailableEnumValues: []string{"S", "M", "L"}, IsAutoCollected: auto})
+			lat := make([]time.Duration, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				in := parley.SimulatedInbound{From: parley.Some("+1415" + strconv.Itoa(2000000+i%500)),
+					Body: parley.Some("I'm a size M #" + strconv.Itoa(i))}
+				start := time.Now()
+				if _, _, err := e.App.Service.SimulateInbound(e.Ctx, parley.Origin{}, e.BrandA.ID, in); err != nil {
+					b.Fatal(err)
+				}
+				lat[i] = time.Since(start)
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}

@@ -50,6 +50,24 @@ func (p *Pending) Extraction(a ExtractCustomDataArgs) {
 	p.params = append(p.params, river.InsertManyParams{Args: a})
 }
 
+// quietExtractions inserts p's extractions as scheduled jobs on
+// PostgreSQL. River sends a NOTIFY with an available job (up to one per
+// queue every 5 ms), and PostgreSQL commits the transactions that notify
+// one at a time, with their disk flush, under one global lock: every
+// inbound text's transaction would take turns there. River's scheduler
+// makes a scheduled job available within 5 s, well inside D20's 10 s.
+// SQLite sends no notifications, so its extractions go at once.
+func (q *Queue) quietExtractions(p *Pending) {
+	if q.engine != "postgres" {
+		return
+	}
+	for i := range p.params {
+		if _, ok := p.params[i].Args.(ExtractCustomDataArgs); ok && p.params[i].InsertOpts == nil {
+			p.params[i].InsertOpts = &river.InsertOpts{ScheduledAt: time.Now()}
+		}
+	}
+}
+
 // ExtractionRunner runs one extraction; final says no retry follows an
 // error. The service implements it.
 type ExtractionRunner interface {

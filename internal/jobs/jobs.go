@@ -64,6 +64,7 @@ const (
 type Queue struct {
 	client  *river.Client[*sql.Tx]
 	working bool
+	engine  string
 }
 
 // Deliverer makes one delivery attempt (the service implements it).
@@ -169,7 +170,7 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	return &Queue{client: c, working: w != nil}, nil
+	return &Queue{client: c, working: w != nil, engine: engine}, nil
 }
 
 type webhookWorker struct {
@@ -256,6 +257,7 @@ func (q *Queue) Insert(ctx context.Context, tx *sql.Tx, p *Pending) error {
 	if len(p.params) == 0 {
 		return nil
 	}
+	q.quietExtractions(p)
 	if _, err := q.client.InsertManyFastTx(ctx, tx, p.params); err != nil {
 		return fmt.Errorf("jobs: enqueue: %w", err)
 	}

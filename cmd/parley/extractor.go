@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/extract/openai"
@@ -24,15 +25,16 @@ const aiKeyEnv = "PARLEY_AI_API_KEY"
 
 // aiFlags are serve's flags for the extractor of auto-collected custom data (D20).
 type aiFlags struct {
-	kind, url, model, budget *string
+	kind, url, model, budget, timeout *string
 }
 
 func addAIFlags(fs *flag.FlagSet, getenv func(string) string) *aiFlags {
 	return &aiFlags{
-		kind:   stringFlag(fs, getenv, "extractor", "", "extractor of auto-collected custom data: rules (offline) or openai (default: openai when --ai-url is set, else rules)"),
-		url:    stringFlag(fs, getenv, "ai-url", "", "openai extractor: base URL of an OpenAI-compatible server, e.g. https://api.openai.com or http://127.0.0.1:11434 (Ollama); API key in "+aiKeyEnv),
-		model:  stringFlag(fs, getenv, "ai-model", "", "openai extractor: the model, e.g. gpt-4o-mini"),
-		budget: stringFlag(fs, getenv, "ai-daily-budget", "1000", "openai extractor: calls per brand per UTC day, shared by all nodes (0: no limit)"),
+		kind:    stringFlag(fs, getenv, "extractor", "", "extractor of auto-collected custom data: rules (offline) or openai (default: openai when --ai-url is set, else rules)"),
+		url:     stringFlag(fs, getenv, "ai-url", "", "openai extractor: base URL of an OpenAI-compatible server, e.g. https://api.openai.com or http://127.0.0.1:11434 (Ollama); API key in "+aiKeyEnv),
+		model:   stringFlag(fs, getenv, "ai-model", "", "openai extractor: the model, e.g. gpt-4o-mini"),
+		budget:  stringFlag(fs, getenv, "ai-daily-budget", "1000", "openai extractor: calls per brand per UTC day, shared by all nodes (0: no limit)"),
+		timeout: stringFlag(fs, getenv, "ai-timeout", "12s", "openai extractor: time one request to the model server may take; it is tried 3 times"),
 	}
 }
 
@@ -77,12 +79,16 @@ func (f *aiFlags) extractor(getenv func(string) string, logger *slog.Logger) (*c
 	if err != nil || perDay < 0 {
 		return nil, fmt.Errorf("--ai-daily-budget: want a number of calls ≥ 0, not %q", *f.budget)
 	}
+	timeout, err := time.ParseDuration(*f.timeout)
+	if err != nil || timeout <= 0 {
+		return nil, fmt.Errorf("--ai-timeout: want a positive duration such as 12s, not %q", *f.timeout)
+	}
 	key := strings.TrimSpace(getenv(aiKeyEnv))
 	if u, err := url.Parse(*f.url); err == nil && u.Scheme == "http" && key != "" && !loopback(u.Hostname()) {
 		logger.Warn("--ai-url is plain http: " + aiKeyEnv + " crosses the network unencrypted")
 	}
 	c := &configuredExtractor{}
-	cfg := openai.Config{URL: *f.url, Model: *f.model, APIKey: key, Logger: logger}
+	cfg := openai.Config{URL: *f.url, Model: *f.model, APIKey: key, Timeout: timeout, Logger: logger}
 	if perDay > 0 {
 		c.budget = &lateBudget{perDay: perDay}
 		cfg.Budget = c.budget

@@ -53,6 +53,7 @@ func TestExtractorFlags(t *testing.T) {
 		{name: "a URL that is not http", args: []string{"--ai-url", "ftp://x", "--ai-model", "m"}, want: "--ai-url", wantErr: true},
 		{name: "unknown extractor", args: []string{"--extractor", "gpt"}, want: "want rules or openai", wantErr: true},
 		{name: "bad budget", args: []string{"--ai-url", "https://api.openai.com", "--ai-model", "m", "--ai-daily-budget", "-1"}, want: "--ai-daily-budget", wantErr: true},
+		{name: "bad timeout", args: []string{"--ai-url", "https://api.openai.com", "--ai-model", "m", "--ai-timeout", "0s"}, want: "--ai-timeout", wantErr: true},
 		{name: "no budget", args: []string{"--ai-url", "https://api.openai.com", "--ai-model", "m", "--ai-daily-budget", "0"}, want: "openai"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

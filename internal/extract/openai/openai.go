@@ -61,10 +61,12 @@ type Config struct {
 	APIKey string
 	// Budget, when set, is consulted before each call.
 	Budget Budget
-	// Timeout bounds one attempt, the answer's body included; 0 means 30 s.
+	// Timeout bounds one attempt, the answer's body included; 0 means 12 s.
+	// The defaults keep three attempts and their waits inside the
+	// extraction job's 45 s.
 	Timeout time.Duration
 	// Attempts is how many times one extraction is tried, the first
-	// included; 0 means 4.
+	// included; 0 means 3.
 	Attempts int
 	// Backoff is the wait before the first retry; it doubles at each
 	// further retry, and a random part of it (up to half) is taken off so
@@ -73,7 +75,7 @@ type Config struct {
 	// MaxWait caps the wait between attempts. A server whose Retry-After asks
 	// for longer ends the extraction with its error at once: the job that
 	// called can run again later, a worker should not sleep for minutes. 0
-	// means 30 s.
+	// means 10 s.
 	MaxWait time.Duration
 	// Client sends the requests; nil means a client of the extractor's own.
 	Client *http.Client
@@ -108,16 +110,16 @@ func New(cfg Config) (*Extractor, error) {
 		return nil, errors.New("openai: no model named")
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 30 * time.Second
+		cfg.Timeout = 12 * time.Second
 	}
 	if cfg.Attempts <= 0 {
-		cfg.Attempts = 4
+		cfg.Attempts = 3
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second
 	}
 	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = 30 * time.Second
+		cfg.MaxWait = 10 * time.Second
 	}
 	x := &Extractor{cfg: cfg, endpoint: endpoint, client: cfg.Client, log: cfg.Logger, sleep: sleep, now: time.Now}
 	if x.client == nil {
@@ -210,6 +212,11 @@ func (x *Extractor) call(ctx context.Context, body []byte) (string, error) {
 		}
 		if wait <= 0 {
 			wait = x.backoff(attempt)
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			// The caller's time (the job's timeout) ends before the wait
+			// does: say why now rather than after.
+			return "", fmt.Errorf("%w (no time left to try again)", err)
 		}
 		x.log.Warn("openai extractor: trying again", "attempt", attempt, "wait", wait, "error", err.Error())
 		if err := x.sleep(ctx, wait); err != nil {

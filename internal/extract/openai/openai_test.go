@@ -306,6 +306,7 @@ func TestRetries(t *testing.T) {
 		minWaits  []time.Duration
 		maxWaits  []time.Duration
 		wantValue bool
+		deadline  time.Duration // the caller's context's, when set
 	}{
 		{name: "500 then 200", replies: []reply{{status: 500, body: `{"error":{"message":"boom"}}`}, ok},
 			requests: 2, wantValue: true, minWaits: []time.Duration{500 * time.Millisecond}, maxWaits: []time.Duration{time.Second}},
@@ -324,13 +325,16 @@ func TestRetries(t *testing.T) {
 			requests: 1, wantErr: "400 Bad Request: {\"error\":{\"message\":\"Invalid schema", waits: []time.Duration{}},
 		{name: "404 no such model", replies: []reply{{status: 404, body: `{"error":"model not found"}`}, ok},
 			requests: 1, wantErr: "404", waits: []time.Duration{}},
-		{name: "500 every time: gives up after Attempts", cfg: openai.Config{Attempts: 3}, replies: []reply{{status: 500, body: "down"}},
+		{name: "500 every time: gives up after 3 attempts", replies: []reply{{status: 500, body: "down"}},
 			requests: 3, wantErr: "500 Internal Server Error: down",
 			minWaits: []time.Duration{500 * time.Millisecond, time.Second}, maxWaits: []time.Duration{time.Second, 2 * time.Second}},
 		{name: "backoff is capped by MaxWait", cfg: openai.Config{Attempts: 4, MaxWait: 1500 * time.Millisecond}, replies: []reply{{status: 500, body: "down"}},
 			requests: 4, wantErr: "500",
 			minWaits: []time.Duration{500 * time.Millisecond, 750 * time.Millisecond, 750 * time.Millisecond},
 			maxWaits: []time.Duration{time.Second, 1500 * time.Millisecond, 1500 * time.Millisecond}},
+		{name: "no retry past the caller's deadline", deadline: 5 * time.Second,
+			replies:  []reply{{status: 429, header: map[string]string{"Retry-After": "7"}, body: `{}`}, ok},
+			requests: 1, wantErr: "no time left to try again", waits: []time.Duration{}},
 		{name: "connection dropped then 200", replies: []reply{{drop: true}, ok}, requests: 2, wantValue: true,
 			minWaits: []time.Duration{500 * time.Millisecond}, maxWaits: []time.Duration{time.Second}},
 		{name: "slow server: the attempt times out, the retry succeeds", cfg: openai.Config{Timeout: time.Second},
@@ -345,7 +349,13 @@ func TestRetries(t *testing.T) {
 				cfg.Backoff = time.Second
 			}
 			rg := newRig(t, cfg, tc.replies...)
-			vs, err := rg.x.Extract(t.Context(), request())
+			ctx := t.Context()
+			if tc.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+				defer cancel()
+			}
+			vs, err := rg.x.Extract(ctx, request())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Errorf("err = %v, want one with %q", err, tc.wantErr)

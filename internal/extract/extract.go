@@ -1,10 +1,10 @@
 // Package extract defines how Parley turns a contact's replies into custom data
 // (D20, issue #19): the Extractor interface and the request and value types that
-// every extractor (rules/, later openai/) shares.
+// every extractor (rules/, openai/) shares.
 //
-// An extractor is pure: it reads nothing but its Request (no database, no network
-// for rules, no clock: the time is Request.Now) and returns values already in the
-// form D6 stores, so the caller only validates them against D6 once more and
+// An extractor reads nothing about the contact but its Request (no database; no
+// clock: the time is Request.Now; openai/ calls its model server and counts the
+// brand's calls) and returns values already in the form D6 stores, so the caller only validates them against D6 once more and
 // writes them with history source "extraction".
 //
 // What a caller can rely on, whatever the extractor:

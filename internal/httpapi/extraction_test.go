@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -403,5 +404,50 @@ func TestExtractionRefusesInvalidValues(t *testing.T) {
 		if q.Type == parley.EventUserUpdated {
 			t.Errorf("user.updated sent though nothing was written: %s", q.Body)
 		}
+	}
+}
+
+// overBudgetExtractor refuses every call as over its brand's budget and
+// records the brand each request named.
+type overBudgetExtractor struct {
+	mu     sync.Mutex
+	brands []int64
+}
+
+func (o *overBudgetExtractor) Extract(_ context.Context, r extract.Request) ([]extract.Value, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.brands = append(o.brands, r.BrandID)
+	return nil, extract.ErrOverBudget
+}
+
+// TestExtractionOverBudget: an extractor whose brand has spent its daily
+// calls (the openai extractor's budget, D20) ends the job at once — no
+// retry would succeed today — counted as skipped_over_budget; the request
+// names the brand the budget is kept for.
+func TestExtractionOverBudget(t *testing.T) {
+	t.Parallel()
+	x := &overBudgetExtractor{}
+	e := whStarted(t, func(c *app.Config) { c.Extractor = x })
+	exSizeField(t, e, e.BrandA.ID)
+	const from = "+14155552671"
+	u := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some(from)})
+	skipped := exMetric(t, e, `parley_extractions_total{outcome="skipped_over_budget"}`)
+	simMessage(t, simInbound(t, e, from, "I'm a size M"))
+	exWaitJobs(t, e, 1)
+
+	if n := exJobs(t, e, ""); n != 1 {
+		t.Errorf("%d extraction jobs, want 1 completed and no retry", n)
+	}
+	if got := exMetric(t, e, `parley_extractions_total{outcome="skipped_over_budget"}`); got != skipped+1 {
+		t.Errorf("skipped_over_budget = %v, want %v", got, skipped+1)
+	}
+	if got := exCustomData(t, e, u.ID); got != "null" {
+		t.Errorf("custom_data = %s, want null", got)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.brands) != 1 || x.brands[0] != e.BrandA.ID {
+		t.Errorf("the extractor was asked for brands %v, want [%d] once", x.brands, e.BrandA.ID)
 	}
 }

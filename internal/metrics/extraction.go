@@ -21,7 +21,7 @@ func NewExtraction(m *Metrics) *Extraction {
 	x := &Extraction{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_extractions_total",
-			Help: "Extraction jobs by outcome: ok (the extractor ran), error (it could not run; the job retries), skipped_opted_out (the contact opted out and the brand does not extract then).",
+			Help: "Extraction jobs by outcome: ok (the extractor ran), error (it could not run; the job retries), skipped_opted_out (the contact opted out and the brand does not extract then), skipped_over_budget (the openai extractor's daily calls for the brand are spent).",
 		}, []string{"outcome"}),
 		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_extraction_seconds",
@@ -39,7 +39,7 @@ func NewExtraction(m *Metrics) *Extraction {
 	}
 	// Every series exists from the start, at 0, so a rate over it works
 	// before the first event.
-	for _, o := range []string{"ok", "error", "skipped_opted_out"} {
+	for _, o := range []string{"ok", "error", "skipped_opted_out", "skipped_over_budget"} {
 		x.attempts.WithLabelValues(o)
 	}
 	for _, r := range []string{"invalid", "superseded"} {

@@ -157,8 +157,18 @@ func (s *Service) RunExtraction(ctx context.Context, a jobs.ExtractCustomDataArg
 	}
 	req.Now = s.db.Now().In(brandLocation(set.TimeZone))
 
+	req.BrandID = brandID
 	start := time.Now()
 	vals, err := s.extractor.Extract(ctx, req)
+	if errors.Is(err, extract.ErrOverBudget) {
+		// The brand's daily calls are spent: retrying today would not
+		// help, so the text is left unread.
+		log.Info("extraction: skipped", "reason", "over_budget")
+		if s.extractMetrics != nil {
+			s.extractMetrics.Skipped("over_budget")
+		}
+		return nil
+	}
 	if s.extractMetrics != nil {
 		s.extractMetrics.Ran(err == nil, time.Since(start))
 	}

@@ -1,0 +1,91 @@
+package store_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// TestGroupCreatesHeld: the creates of one group commit, whose users
+// PostgreSQL inserts together (issue #15), keep every outcome of creates
+// inserted one by one: each created user is stored under the id it was
+// given, a number taken before the group or by an earlier write of the
+// group fails that write alone with duplicate_record_found (D5), and a
+// statement after a create — a lookup, a history row that references
+// it — sees the user. The refusals cost the group one more run, all in
+// one transaction, not a transaction per write.
+func TestGroupCreatesHeld(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	taken := &parley.User{BrandID: brand, PhoneNumber: "+14155550999"}
+	if err := insertUser(t, db, taken); err != nil {
+		t.Fatal(err)
+	}
+	// Writes 0–3 new numbers, 4 the number taken before, 5 the number of
+	// write 0 (whichever of the two runs first takes it).
+	phones := []string{"+14155550900", "+14155550901", "+14155550902", "+14155550903", taken.PhoneNumber, "+14155550900"}
+	users := make([]*parley.User, len(phones))
+	seen := make([]*parley.User, len(phones))
+	txs, errs := groupOfWrites(t, db, len(phones), func(i int, tx *store.Tx) error {
+		ctx := t.Context()
+		u := &parley.User{BrandID: brand, PhoneNumber: phones[i],
+			DateCreated: parley.Time{Time: tx.Now()}, DateLastUpdated: parley.Time{Time: tx.Now()}}
+		users[i] = u
+		if err := tx.InsertUser(ctx, u); err != nil {
+			return err
+		}
+		var err error
+		if seen[i], err = tx.FindUserByPhone(ctx, brand, u.PhoneNumber); err != nil {
+			return fmt.Errorf("lookup after the create: %w", err)
+		}
+		return tx.InsertHistory(ctx, brand, []parley.HistoryEntry{{UserID: u.ID, Field: "messaging_consent", NewValue: []byte("true")}})
+	})
+	created, dups := 0, 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			created++
+			if seen[i] == nil || seen[i].ID != users[i].ID {
+				t.Errorf("write %d: the lookup after its create found %+v, want id %d", i, seen[i], users[i].ID)
+			}
+			got, err := db.FindUserByID(t.Context(), brand, users[i].ID)
+			if err != nil || got.PhoneNumber != phones[i] {
+				t.Errorf("write %d: user %d is %+v (%v), want %s", i, users[i].ID, got, err, phones[i])
+			}
+		case parley.ErrorCode(err) == parley.EDuplicate:
+			dups++
+		default:
+			t.Errorf("write %d (%s): %v", i, phones[i], err)
+		}
+	}
+	if errs[4] == nil || created != 4 || dups != 2 {
+		t.Errorf("outcomes %v: want 4 created, the taken number and one of the two same numbers refused", errs)
+	}
+	// All in one transaction: the refusals did not make the group run
+	// each write alone.
+	for i := range txs {
+		if txs[i] != txs[0] {
+			t.Errorf("write %d ran in a transaction of its own", i)
+		}
+	}
+	var n, h int
+	db.Writer().QueryRow("SELECT count(*) FROM users").Scan(&n)
+	db.Writer().QueryRow("SELECT count(*) FROM user_history").Scan(&h)
+	if n != 5 || h != 4 {
+		t.Errorf("%d users and %d history rows stored, want 5 and 4", n, h)
+	}
+
+	// A create outside a group takes its id from the same sequence as the
+	// group's reserved ones: never one of them.
+	later := &parley.User{BrandID: brand, PhoneNumber: "+14155550904"}
+	if err := insertUser(t, db, later); err != nil {
+		t.Fatalf("a create after the group: %v", err)
+	}
+	for i, u := range users {
+		if errs[i] == nil && u.ID == later.ID {
+			t.Errorf("id %d given twice", u.ID)
+		}
+	}
+}

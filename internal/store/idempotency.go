@@ -278,18 +278,11 @@ func (tx *Tx) heldKeys(ctx context.Context, ops []*groupOp) (map[brandKey]*parle
 	if len(ops) == 0 {
 		return held, nil
 	}
-	var q strings.Builder
-	args := make([]any, 0, 2*len(ops))
-	q.WriteString(`SELECT brand_id, idem_key, ` + keyColumns + ` FROM idempotency_keys WHERE (brand_id, idem_key) IN (`)
+	brands, keys := make([]int64, len(ops)), make([]string, len(ops))
 	for i, op := range ops {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?, ?)")
-		args = append(args, op.keyed.BrandID, op.keyed.Key)
+		brands[i], keys[i] = op.keyed.BrandID, op.keyed.Key
 	}
-	q.WriteString(")")
-	rows, err := tx.query(ctx, q.String(), args...)
+	rows, err := tx.query(ctx, qReadKeys, brands, keys)
 	if err != nil {
 		return nil, fmt.Errorf("store: read idempotency keys: %w", err)
 	}
@@ -309,6 +302,23 @@ func (tx *Tx) heldKeys(ctx context.Context, ops []*groupOp) (map[brandKey]*parle
 	}
 	return held, nil
 }
+
+// qReadKeys reads a group's keys on PostgreSQL, one array per column (see
+// qRecordSignatures). The LIMIT keeps the lookup of each key a subquery
+// of its own, which only the primary key serves: as a join, the plan
+// made while the table was empty (autovacuum does not analyze it; the
+// prepared statement keeps that plan) hashed a scan of the whole table
+// for every group.
+const qReadKeys = `SELECT q.brand_id, q.idem_key, k.* FROM unnest(?::bigint[], ?::text[]) AS q(brand_id, idem_key)
+	CROSS JOIN LATERAL (SELECT ` + keyColumns + ` FROM idempotency_keys
+		WHERE brand_id = q.brand_id AND idem_key = q.idem_key LIMIT 1) k`
+
+// qInsertKeysArrays stores a group's keys on PostgreSQL, one array per
+// column (see qRecordSignatures), in the order given.
+const qInsertKeysArrays = `INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until,
+			status, content_type, body, created_at, expires_at)
+	SELECT * FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::bigint[], ?::bigint[], ?::text[], ?::bytea[],
+		?::bigint[], ?::bigint[])`
 
 // storeKeys stores the keys of the batch's writes that ran, each with its
 // answer or as a claim (see storeKey): one INSERT on PostgreSQL, in key
@@ -337,19 +347,26 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		return cmp.Or(cmp.Compare(a.keyed.BrandID, b.keyed.BrandID), strings.Compare(a.keyed.Key, b.keyed.Key))
 	})
 	at := micros(tx.now)
-	var q strings.Builder
-	args := make([]any, 0, 9*len(ops)+2)
-	q.WriteString(qInsertKeys)
+	n := len(ops)
+	var (
+		brands, created, expires = make([]int64, n), make([]int64, n), make([]int64, n)
+		locked, status           = make([]*int64, n), make([]*int64, n)
+		keys                     = make([]string, n)
+		ctypes                   = make([]*string, n)
+		hashes, bodies           = make([][]byte, n), make([][]byte, n)
+	)
 	for i, op := range ops {
-		if i > 0 {
-			q.WriteString(", ")
+		kw, a := op.keyed, op.answer
+		brands[i], keys[i], hashes[i], created[i], expires[i] = kw.BrandID, kw.Key, kw.Hash, at, micros(kw.Expires)
+		if a == nil {
+			lu := micros(kw.LockedUntil)
+			locked[i] = &lu
+			continue
 		}
-		q.WriteString(keyValues)
-		args = tx.keyArgs(args, op.keyed, op.answer, at)
+		st, ct := int64(a.Status), a.ContentType
+		status[i], ctypes[i], bodies[i] = &st, &ct, tx.db.sealAnswer(kw.BrandID, kw.Key, a.Body)
 	}
-	q.WriteString(qTakeOver)
-	args = append(args, at, at)
-	res, err := tx.exec(ctx, q.String(), args...)
+	res, err := tx.exec(ctx, qInsertKeysArrays+qTakeOver, brands, keys, hashes, locked, status, ctypes, bodies, created, expires, at, at)
 	if err != nil {
 		return fmt.Errorf("store: store idempotency keys: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/parleyhq/parley"
 )
@@ -37,14 +36,10 @@ func (tx *Tx) recordSignature(ctx context.Context, sw *parley.SignedWrite) error
 // replays. A copy of a request earlier in the batch is held back
 // (errHeldBack).
 func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*groupOp]bool, error) {
-	type sigKey struct {
-		expires int64
-		sig     string
-	}
-	var q strings.Builder
-	var args []any
 	first := map[sigKey]*groupOp{}
 	replayed := map[*groupOp]bool{}
+	var expires []int64
+	var sigs [][]byte
 	for _, op := range batch {
 		sw := op.signed
 		if sw == nil || sw.Recorded() {
@@ -65,18 +60,12 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 			continue
 		}
 		replayed[op] = true // until the INSERT says it added the key
-		if len(args) == 0 {
-			q.WriteString(`INSERT INTO seen_signatures (expires_at, sig) VALUES (?, ?)`)
-		} else {
-			q.WriteString(", (?, ?)")
-		}
-		args = append(args, k.expires, sw.Key)
+		expires, sigs = append(expires, k.expires), append(sigs, sw.Key)
 	}
-	if len(args) == 0 {
+	if len(sigs) == 0 {
 		return replayed, nil
 	}
-	q.WriteString(` ON CONFLICT (expires_at, sig) DO NOTHING RETURNING expires_at, sig`)
-	rows, err := tx.query(ctx, q.String(), args...)
+	rows, err := tx.query(ctx, qRecordSignatures, expires, sigs)
 	if err != nil {
 		return nil, fmt.Errorf("store: record signatures: %w", err)
 	}
@@ -94,6 +83,20 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 	}
 	return replayed, rows.Err()
 }
+
+// sigKey names a recorded signature.
+type sigKey struct {
+	expires int64
+	sig     string
+}
+
+// qRecordSignatures records a group's signatures on PostgreSQL, one array
+// per column: one statement whatever their number, so one prepared
+// statement and plan per connection (with a VALUES row per signature,
+// each group size was a statement of its own, planned again and again).
+const qRecordSignatures = `INSERT INTO seen_signatures (expires_at, sig)
+	SELECT * FROM unnest(?::bigint[], ?::bytea[])
+	ON CONFLICT (expires_at, sig) DO NOTHING RETURNING expires_at, sig`
 
 // forgetSignature takes back the signature of a write held back from its
 // group (errHeldBack): it runs again alone, where the signature is

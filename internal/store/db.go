@@ -299,6 +299,9 @@ type Tx struct {
 	// batches are flushed just before the commit, in the order made (see Batch).
 	batches    map[any]Flusher
 	batchOrder []Flusher
+	// readKeys are the keys a PostgreSQL group read with its signatures
+	// (recordSignatures), held by a request, for checkKeys; nil when not read.
+	readKeys map[brandKey]*parley.IdempotencyRecord
 	// behind holds the users that a PostgreSQL group's writes created,
 	// for one INSERT (writebehind.go); nil sends each at once.
 	behind *writeBehind

@@ -144,22 +144,34 @@ func (tx *Tx) keyArgs(args []any, kw *parley.KeyedWrite, a *parley.Answer, at in
 // scanKey scans keyColumns and reports whether a request still holds the
 // key at now.
 func scanKey(scan func(...any) error, now time.Time) (*parley.IdempotencyRecord, bool, error) {
-	var (
-		rec         parley.IdempotencyRecord
-		status      sql.NullInt64
-		ctype       sql.NullString
-		body        []byte
-		lockedUntil sql.NullInt64
-		expiresAt   int64
-	)
-	if err := scan(&rec.RequestHash, &status, &ctype, &body, &lockedUntil, &expiresAt); err != nil {
+	var r keyRow
+	if err := scan(r.dest()...); err != nil {
 		return nil, false, err
 	}
-	if status.Valid {
-		rec.Answer = &parley.Answer{Status: int(status.Int64), ContentType: ctype.String, Body: body}
+	rec, held := r.record(now)
+	return rec, held, nil
+}
+
+// keyRow is keyColumns as scanned.
+type keyRow struct {
+	hash, body          []byte
+	status, lockedUntil sql.NullInt64
+	ctype               sql.NullString
+	expiresAt           sql.NullInt64
+}
+
+func (r *keyRow) dest() []any {
+	return []any{&r.hash, &r.status, &r.ctype, &r.body, &r.lockedUntil, &r.expiresAt}
+}
+
+// record is the key as stored, and whether a request still holds it at now.
+func (r *keyRow) record(now time.Time) (*parley.IdempotencyRecord, bool) {
+	rec := &parley.IdempotencyRecord{RequestHash: r.hash}
+	if r.status.Valid {
+		rec.Answer = &parley.Answer{Status: int(r.status.Int64), ContentType: r.ctype.String, Body: r.body}
 	}
 	at := micros(now)
-	return &rec, expiresAt > at && (status.Valid || lockedUntil.Int64 > at), nil
+	return rec, r.expiresAt.Int64 > at && (r.status.Valid || r.lockedUntil.Int64 > at)
 }
 
 // sealedAnswer begins an answer body sealed with the answer box. A body
@@ -276,6 +288,16 @@ func (tx *Tx) heldKeys(ctx context.Context, ops []*groupOp) (map[brandKey]*parle
 		return held, nil
 	}
 	if len(ops) == 0 {
+		return held, nil
+	}
+	if tx.readKeys != nil { // read with the signatures: every key of ops is in it if held
+		for _, op := range ops {
+			k := brandKey{op.keyed.BrandID, op.keyed.Key}
+			if rec := tx.readKeys[k]; rec != nil {
+				held[k] = rec
+			}
+		}
+		tx.readKeys = nil
 		return held, nil
 	}
 	brands, keys := make([]int64, len(ops)), make([]string, len(ops))

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -65,7 +66,21 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 	if len(sigs) == 0 {
 		return replayed, nil
 	}
-	rows, err := tx.query(ctx, qRecordSignatures, expires, sigs)
+	// The keys the group will check are read by the same statement (see
+	// qRecordSignaturesReadKeys): one round trip less per keyed group.
+	var brands []int64
+	var keys []string
+	for _, op := range batch {
+		if kw := op.keyed; kw != nil && op.failed == nil {
+			brands, keys = append(brands, kw.BrandID), append(keys, kw.Key)
+		}
+	}
+	q, args := qRecordSignatures, []any{expires, sigs}
+	if len(keys) > 0 {
+		q, args = qRecordSignaturesReadKeys, append(args, brands, keys)
+		tx.readKeys = map[brandKey]*parley.IdempotencyRecord{}
+	}
+	rows, err := tx.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: record signatures: %w", err)
 	}
@@ -73,8 +88,16 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 	for rows.Next() {
 		var k sigKey
 		var sig []byte
-		if err := rows.Scan(&k.expires, &sig); err != nil {
+		if len(keys) == 0 {
+			err = rows.Scan(&k.expires, &sig)
+		} else {
+			err = tx.scanSignatureOrKey(rows, &k.expires, &sig)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("store: record signatures: %w", err)
+		}
+		if sig == nil {
+			continue // a key's row
 		}
 		k.sig = string(sig)
 		if op := first[k]; op != nil {
@@ -82,6 +105,37 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 		}
 	}
 	return replayed, rows.Err()
+}
+
+// qRecordSignaturesReadKeys is qRecordSignatures that also returns, after
+// the signatures it added, the rows of the keys it is given (qReadKeys),
+// with a NULL signature.
+const qRecordSignaturesReadKeys = `WITH s AS (` + qRecordSignatures + `)
+	SELECT expires_at, sig, NULL::bigint, NULL::text, NULL::bytea, NULL::bigint, NULL::text, NULL::bytea,
+		NULL::bigint, NULL::bigint FROM s
+	UNION ALL
+	SELECT NULL, NULL, q.brand_id, q.idem_key, k.* FROM unnest(?::bigint[], ?::text[]) AS q(brand_id, idem_key)
+	CROSS JOIN LATERAL (SELECT ` + keyColumns + ` FROM idempotency_keys
+		WHERE brand_id = q.brand_id AND idem_key = q.idem_key LIMIT 1) k`
+
+// scanSignatureOrKey scans a row of qRecordSignaturesReadKeys: a signature
+// added, or a key's row, which it keeps in tx.readKeys when a request
+// still holds the key.
+func (tx *Tx) scanSignatureOrKey(rows *sql.Rows, expires *int64, sig *[]byte) error {
+	var exp, brand sql.NullInt64
+	var key sql.NullString
+	var r keyRow
+	if err := rows.Scan(append([]any{&exp, sig, &brand, &key}, r.dest()...)...); err != nil {
+		return err
+	}
+	if exp.Valid {
+		*expires = exp.Int64
+		return nil
+	}
+	if rec, held := r.record(tx.now); held {
+		tx.readKeys[brandKey{brand.Int64, key.String}] = rec
+	}
+	return nil
 }
 
 // sigKey names a recorded signature.

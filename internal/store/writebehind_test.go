@@ -1,8 +1,11 @@
 package store_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/store"
@@ -87,5 +90,51 @@ func TestGroupCreatesHeld(t *testing.T) {
 		if errs[i] == nil && u.ID == later.ID {
 			t.Errorf("id %d given twice", u.ID)
 		}
+	}
+}
+
+// TestSignedKeyedGroup: in a group of signed writes with keys — whose
+// signatures and keys PostgreSQL records and reads with one statement
+// (issue #15) — a key held by an earlier request refuses its write with
+// that request's answer, a fresh key is stored with its write's answer,
+// and a copy of a recorded request is a replay that stores no key (D2,
+// D13).
+func TestSignedKeyedGroup(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Microsecond)
+	db.Now = func() time.Time { return now }
+	signed := func(sig string) *parley.SignedWrite {
+		return &parley.SignedWrite{Key: []byte(sig), Expires: now.Add(time.Minute)}
+	}
+	first := parley.Origin{Signed: signed("sig-first"), Keyed: keyedWrite(brand, "held", "request-1", now)}
+	if err := db.WithGroupTx(ctx, first, func(_ context.Context, tx *store.Tx) error { tx.Answer("first"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	origins := []parley.Origin{
+		{Signed: signed("sig-again"), Keyed: keyedWrite(brand, "held", "request-1", now)},
+		{Signed: signed("sig-fresh"), Keyed: keyedWrite(brand, "fresh", "request-2", now)},
+		{Signed: signed("sig-first"), Keyed: keyedWrite(brand, "copy", "request-3", now)},
+	}
+	ran := make([]bool, len(origins))
+	_, errs := groupOfWritesCtx(t, db, len(origins), func(i int) parley.Origin { return origins[i] }, func(i int, tx *store.Tx) error {
+		ran[i] = true
+		tx.Answer(fmt.Sprint("answer ", i))
+		return nil
+	})
+	var taken *parley.KeyTaken
+	if !errors.As(errs[0], &taken) || ran[0] || taken.Record.Answer == nil || string(taken.Record.Answer.Body) != "first" {
+		t.Errorf("a held key: %v (ran %v); want it taken with the first answer", errs[0], ran[0])
+	}
+	if a := origins[1].Keyed.Stored(); errs[1] != nil || a == nil || string(a.Body) != "answer 1" {
+		t.Errorf("a fresh key: %v, stored %+v; want its answer stored", errs[1], a)
+	}
+	if !errors.Is(errs[2], parley.ErrReplayed) || ran[2] {
+		t.Errorf("a copy: %v (ran %v); want a replay that does not run", errs[2], ran[2])
+	}
+	kw := keyedWrite(brand, "copy", "request-3", now)
+	if err := db.WithOriginTx(ctx, parley.Origin{Keyed: kw}, func(*store.Tx) error { return nil }); err != nil {
+		t.Errorf("the copy's key: %v; want it never stored", err)
 	}
 }

@@ -168,7 +168,8 @@ func (db *DB) commitGroup(batch []*groupOp) {
 		defer cancel()
 	}
 	// On PostgreSQL the group's new users go in one INSERT (writebehind.go);
-	// when one's number is taken, the group runs again sending each alone.
+	// when a number is taken, the group runs again, in one transaction,
+	// with each insert sent on its own.
 	hold := db.engine == "postgres" && len(batch) > 1
 	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch, hold) })
 	if hold && errors.Is(err, errBehindConflict) {

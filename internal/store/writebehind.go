@@ -20,12 +20,13 @@ import (
 // cores, those were most of what a create cost beyond SQLite's.
 //
 // A write sees no difference: InsertUser gives the user its id at once,
-// from ids the group reserves from the table's sequence, and any other
-// statement of the transaction first sends the users held (flushBehind),
-// so every statement still sees every row written before it. What comes
-// late is a refusal: a number taken (D5) is known only when the rows go.
-// Then the group fails with errBehindConflict and runs again with each
-// insert sent on its own, where the refusal fails its write alone.
+// from ids reserved from the table's sequence (userIDs), and any
+// statement of the transaction that may see users first sends the users
+// held (flushFor), and so does the commit, so every statement still sees
+// every row written before it. What comes late is a refusal: a number
+// taken (D5) is known only when the rows go. Then the group fails with
+// errBehindConflict and runs again, in one transaction, with each insert
+// sent on its own, where the refusal fails its write alone.
 type writeBehind struct {
 	users []*parley.User
 	// err is a failed send, found by a statement that cannot return it

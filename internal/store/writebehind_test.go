@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -136,5 +138,54 @@ func TestSignedKeyedGroup(t *testing.T) {
 	kw := keyedWrite(brand, "copy", "request-3", now)
 	if err := db.WithOriginTx(ctx, parley.Origin{Keyed: kw}, func(*store.Tx) error { return nil }); err != nil {
 		t.Errorf("the copy's key: %v; want it never stored", err)
+	}
+}
+
+// TestKeyReadPlansOnYoungTable: a PostgreSQL group reads its keys through
+// the primary key even with the plan made while idempotency_keys was
+// empty and never analyzed, which a prepared statement keeps: as a join,
+// that plan hashed a scan of the whole table for every group (issue #15).
+func TestKeyReadPlansOnYoungTable(t *testing.T) {
+	if apitest.Engine() != "postgres" {
+		t.Skip("PostgreSQL's planner (PARLEY_TEST_POSTGRES_URL)")
+	}
+	db := mustOpenDB(t)
+	ctx := t.Context()
+	conn, err := db.Writer().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range map[string]string{
+		"read_keys":     store.QueryReadKeys,
+		"sigs_and_keys": store.QueryRecordSignaturesReadKeys,
+	} {
+		if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+db.Rebind(q)); err != nil {
+			t.Fatal(err)
+		}
+		args := `'{1}', '{k}'`
+		if name == "sigs_and_keys" {
+			args = `'{1}', '{"\\x00"}', '{1}', '{k}'`
+		}
+		rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE `+name+`(`+args+`)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		p := strings.Join(plan, "\n")
+		if !strings.Contains(p, "idempotency_keys_pkey") || strings.Contains(p, "Seq Scan on idempotency_keys") {
+			t.Errorf("%s does not find keys through the primary key:\n%s", name, p)
+		}
 	}
 }

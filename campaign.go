@@ -1,5 +1,10 @@
 package parley
 
+import (
+	"context"
+	"time"
+)
+
 // Campaign statuses (D16): scheduled → sending → completed, or canceled.
 const (
 	CampaignScheduled = "scheduled"
@@ -46,4 +51,48 @@ type CampaignStats struct {
 	Undelivered         int64 `json:"undelivered"`
 	Failed              int64 `json:"failed"`
 	Canceled            int64 `json:"canceled"`
+}
+
+// MaxCampaignName bounds a campaign's name in characters, as a segment's.
+const MaxCampaignName = 100
+
+// SendAtGrace is how far in the past a campaign's send_at may be when it is
+// created (D16): a client's clock a little behind the server's, or a
+// request that took a while, still schedules "now"; anything older is
+// more likely a mistake than a wish to send at once.
+const SendAtGrace = 60 * time.Second
+
+// CampaignCreate is the body of POST /campaigns (D16). SendAt is an RFC
+// 3339 date-time; absent or null means now.
+type CampaignCreate struct {
+	Name           Optional[string]   `json:"name,omitzero"`
+	SegmentID      Optional[int64]    `json:"segment_id,omitzero"`
+	Body           Optional[string]   `json:"body,omitzero"`
+	MediaItemUUIDs Optional[[]string] `json:"media_item_uuids,omitzero"`
+	Type           Optional[string]   `json:"type,omitzero"`
+	SendAt         Optional[string]   `json:"send_at,omitzero"`
+}
+
+// CampaignFilter selects a page of campaigns, newest first.
+type CampaignFilter struct {
+	Limit  int    // 1–100; 0 means the default
+	Cursor string // opaque; "" for the first page
+}
+
+// CampaignService creates, reads and cancels a brand's campaigns (D16).
+// Lookups of an id of none or another brand's return ECampaignNotFound.
+type CampaignService interface {
+	// CreateCampaign validates in and stores the campaign, scheduled, with
+	// zero stats. EValidation, ESegmentNotFound, EInvalidMediaItem.
+	CreateCampaign(ctx context.Context, o Origin, brandID int64, in CampaignCreate) (*Campaign, error)
+	// FindCampaign returns the campaign with its current stats.
+	FindCampaign(ctx context.Context, brandID, id int64) (*Campaign, error)
+	// ListCampaigns returns one page, newest first, and the cursor of the
+	// next ("" at the end). EValidation for a bad limit or cursor.
+	ListCampaigns(ctx context.Context, brandID int64, f CampaignFilter) ([]*Campaign, string, error)
+	// CancelCampaign cancels a scheduled or sending campaign: its messages
+	// not yet handed to the provider end failed with ErrorCodeCanceled. A
+	// canceled campaign is returned as it is; a completed one is
+	// ECampaignNotCancelable.
+	CancelCampaign(ctx context.Context, o Origin, brandID, id int64) (*Campaign, error)
 }

@@ -86,3 +86,18 @@ func UserNotFound(id int64) *Error {
 func SegmentNotFound(id int64) *Error {
 	return Errorf(ESegmentNotFound, "Segment with ID [%d] not found.", id)
 }
+
+// The error codes of campaigns (D16, D3): the `type` of the error envelope.
+const (
+	// ECampaignNotFound: an id that names no campaign of the brand (404).
+	ECampaignNotFound = "campaign_not_found"
+	// ECampaignNotCancelable: the campaign has completed; there is
+	// nothing left to cancel (409).
+	ECampaignNotCancelable = "campaign_not_cancelable"
+)
+
+// CampaignNotFound is the error for an id that names no campaign of the
+// brand (D16).
+func CampaignNotFound(id int64) *Error {
+	return Errorf(ECampaignNotFound, "Campaign with ID [%d] not found.", id)
+}

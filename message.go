@@ -87,6 +87,9 @@ type MessageFilter struct {
 	UserID int64  // 0: every user
 	Limit  int    // 1–100
 	Cursor string // opaque; "" for the first page
+
+	// CampaignID keeps only the campaign's messages (D16); 0: any.
+	CampaignID int64
 }
 
 // MessageService sends and reads a brand's messages.

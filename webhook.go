@@ -19,12 +19,17 @@ const (
 	EventMessageFailed      = "message.failed"
 	EventMessageReceived    = "message.received"
 	EventWebhookTest        = "webhook.test"
+	// D16: a campaign's segment was resolved and its sending began; every
+	// message of the campaign was handed to the provider or failed. The
+	// data is the Campaign with its stats.
+	EventCampaignStarted   = "campaign.started"
+	EventCampaignCompleted = "campaign.completed"
 )
 
 // EventTypes is the catalogue endpoints subscribe to; "*" means all.
 var EventTypes = []string{EventUserCreated, EventUserUpdated, EventUserDeleted, EventUserSubscribed,
 	EventUserUnsubscribed, EventMessageQueued, EventMessageSent, EventMessageDelivered,
-	EventMessageUndelivered, EventMessageFailed, EventMessageReceived}
+	EventMessageUndelivered, EventMessageFailed, EventMessageReceived, EventCampaignStarted, EventCampaignCompleted}
 
 // MaxWebhooks is how many endpoints a brand may have.
 const MaxWebhooks = 10

@@ -255,6 +255,9 @@ func (c *Client) ListMessages(ctx context.Context, f parley.MessageFilter) ([]*p
 	if f.UserID != 0 {
 		q.Set("user_id", strconv.FormatInt(f.UserID, 10))
 	}
+	if f.CampaignID != 0 {
+		q.Set("campaign_id", strconv.FormatInt(f.CampaignID, 10))
+	}
 	return getPage[*parley.Message](ctx, c, "/messages", q, f.Limit, f.Cursor)
 }
 
@@ -397,4 +400,29 @@ func (c *Client) CountSegment(ctx context.Context, id int64) (*parley.SegmentCou
 func (c *Client) PreviewSegment(ctx context.Context, criteria []parley.SegmentCriterion) (*parley.SegmentPreview, error) {
 	return do[parley.SegmentPreview](ctx, c, "POST", "/segments/preview",
 		parley.SegmentPreviewRequest{Criteria: parley.Some(parley.Criteria(criteria))})
+}
+
+// CreateCampaign schedules a campaign to a segment (POST /campaigns, D16).
+// Set in.SendAt to an RFC 3339 time (time.Format(time.RFC3339)), or leave
+// it out to send now.
+func (c *Client) CreateCampaign(ctx context.Context, in parley.CampaignCreate) (*parley.Campaign, error) {
+	return do[parley.Campaign](ctx, c, "POST", "/campaigns", in)
+}
+
+// GetCampaign reads a campaign with its current stats (GET /campaigns/{id}).
+func (c *Client) GetCampaign(ctx context.Context, id int64) (*parley.Campaign, error) {
+	return do[parley.Campaign](ctx, c, "GET", "/campaigns/"+strconv.FormatInt(id, 10), nil)
+}
+
+// ListCampaigns reads one page of campaigns, newest first (GET
+// /campaigns), and the cursor of the next page ("" after the last).
+func (c *Client) ListCampaigns(ctx context.Context, f parley.CampaignFilter) ([]*parley.Campaign, string, error) {
+	return getPage[*parley.Campaign](ctx, c, "/campaigns", url.Values{}, f.Limit, f.Cursor)
+}
+
+// CancelCampaign cancels a scheduled or sending campaign and returns it
+// (POST /campaigns/{id}/cancel); canceling a canceled one returns it as
+// it is, a completed one is a 409 campaign_not_cancelable.
+func (c *Client) CancelCampaign(ctx context.Context, id int64) (*parley.Campaign, error) {
+	return do[parley.Campaign](ctx, c, "POST", "/campaigns/"+strconv.FormatInt(id, 10)+"/cancel", nil)
 }

@@ -38,11 +38,12 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return bench.ServeTrivial(ctx, addr, stdout)
 	}
 	fs := newFlags("bench")
-	scenario := fs.String("scenario", bench.ScenarioMixed, "create-users, lookup, update, send, mixed (70 % reads, 25 % writes, 5 % sends), ceiling (a trivial net/http handler; with --self), or segments (issue #16: seeds --users contacts, default 1,000,000, into a database of its own, then times a segment's count and pages of 100 members in process)")
+	scenario := fs.String("scenario", bench.ScenarioMixed, "create-users, lookup, update, send, mixed (70 % reads, 25 % writes, 5 % sends), ceiling (a trivial net/http handler; with --self), segments (issue #16: seeds --users contacts, default 1,000,000, into a database of its own, then times a segment's count and pages of 100 members in process), or campaign (issue #21: seeds --users consenting contacts, default 100,000, sends them one campaign and times it from send_at to written and to delivered, with --probe-rate transactional messages a second timed while it drains)")
 	duration := fs.Duration("duration", 20*time.Second, "length of the timed run (seeding users before it is not timed)")
 	concurrency := fs.Int("concurrency", 64, "connections, and so requests in flight at most")
 	rate := fs.Float64("rate", 0, "open loop: requests per second on a fixed schedule, latency counted from each request's due time; 0 runs closed loop (each connection sends when answered)")
 	users := fs.Int("users", 1000, "users created before the run for lookup, update, send and mixed")
+	probeRate := fs.Float64("probe-rate", 10, "with --scenario campaign: transactional messages a second sent while the campaign drains")
 	hardening := fs.Bool("hardening", false, "send an Idempotency-Key on every POST, and with --self run the server with its replay cache and rate limiter on (at a limit never reached); without it, a --self server runs with all three off")
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
 	keys := fs.Bool("keys", true, "with --hardening: send a fresh Idempotency-Key on every POST (--keys=false measures the server's protections alone)")
@@ -82,6 +83,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		return res.WriteText(stdout)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var serveArgs []string
+	if *scenario == bench.ScenarioCampaign {
+		if !set["users"] {
+			*users = 100000
+		}
+		// The run times sending, not the law: no US window (the brand's is
+		// opened too).
+		serveArgs = []string{"--us-sending-rules=false"}
+	}
 	o := bench.Options{Scenario: *scenario, Duration: *duration, Concurrency: *concurrency, Rate: *rate,
 		Users: *users, Hardening: *hardening, NoKeys: !*keys, History: *history, Deliveries: *deliveries, Progress: stderr, ProgressTTY: isTerminal(stderr)}
 	if err := o.Check(); err != nil {
@@ -89,8 +101,6 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	target := "self"
 	if *self {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if set["url"] || set["username"] || set["secret"] {
 			return errors.New("bench: --self starts its own server; --url, --username and --secret are for another")
 		}
@@ -103,7 +113,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			}
 		}
 		srv, err := bench.StartServer(ctx, bench.ServerOptions{Command: child, DB: *db,
-			Trivial: *scenario == bench.ScenarioCeiling, Hardening: *hardening})
+			Trivial: *scenario == bench.ScenarioCeiling, Hardening: *hardening, Args: serveArgs})
 		if err != nil {
 			return err
 		}
@@ -136,6 +146,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		target = o.URL
 	}
+	if o.Scenario == bench.ScenarioCampaign {
+		return runCampaignBench(ctx, o, *probeRate, *jsonOut, stdout)
+	}
 	fmt.Fprintf(stderr, "running %s for %s with %d connections\n", o.Scenario, o.Duration, o.Concurrency)
 	res, err := bench.Run(ctx, o)
 	if err != nil {
@@ -158,4 +171,15 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("bench: %d requests of the schedule were never sent", res.Unsent)
 	}
 	return nil
+}
+
+func runCampaignBench(ctx context.Context, o bench.Options, probeRate float64, jsonOut bool, stdout io.Writer) error {
+	res, err := bench.RunCampaign(ctx, o, probeRate)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		return res.WriteJSON(stdout)
+	}
+	return res.WriteText(stdout)
 }

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -107,6 +109,12 @@ type Config struct {
 	// NoUSSendingRules leaves only the brands' sending windows on MARKETING
 	// messages, without the US rules (D17: --us-sending-rules=false).
 	NoUSSendingRules bool
+	// CampaignBatch is how many campaign messages one batch sends; 0 means
+	// service.DefaultCampaignBatch.
+	CampaignBatch int
+	// CampaignPoll is how often a worker node looks for campaigns whose
+	// send_at has come; 0 means 200 ms.
+	CampaignPoll time.Duration
 	// SimDelay is how long the sim provider takes to report delivery; 0
 	// means 500 ms, a negative value means at once.
 	SimDelay time.Duration
@@ -231,7 +239,10 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	var wc *jobs.WorkerConfig
 	if cfg.Role != "api" {
 		wc = &jobs.WorkerConfig{Deliverer: a.Service, Webhooks: a.Service, Purger: a.DB, Concurrency: cfg.Workers, RescueAfter: cfg.JobRescueAfter,
-			Logger: slog.New(slog.DiscardHandler)}
+			Campaigns: a.Service, Logger: slog.New(slog.DiscardHandler)}
+		// Campaigns (D16): a claim older than the rescue delay is one whose
+		// sender died, as a job silent that long is.
+		a.Service.SetCampaigns(cfg.CampaignBatch, cmp.Or(cfg.JobRescueAfter, time.Minute))
 	}
 	if wc != nil {
 		wc.Imports = a.Importer
@@ -251,7 +262,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		if extra == nil {
 			extra = map[string]http.Handler{}
 		}
-		con := console.New(console.Config{Service: a.Service, Operators: a.Operators, Logger: cfg.Logger, Now: cfg.Now})
+		con := console.New(console.Config{Service: a.Service, Operators: a.Operators, Importer: a.Importer, UploadTimeout: cfg.UploadTimeout, Logger: cfg.Logger, Now: cfg.Now})
 		for pattern, h := range con.Routes() {
 			extra[pattern] = h
 		}
@@ -268,6 +279,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Webhooks:         a.Service,
 		History:          a.Service,
 		Segments:         a.Service,
+		Campaigns:        a.Service,
 		AdminService:     a.Service,
 		AdminToken:       cfg.AdminToken,
 		Metrics:          a.apiMetrics(),
@@ -315,9 +327,14 @@ func (a *App) Start(ctx context.Context) error {
 	a.done = make(chan struct{})
 	go func() {
 		defer close(a.done)
+		var wg sync.WaitGroup
+		// D16: campaigns are resolved when send_at comes, by whichever
+		// worker node looks first.
+		wg.Go(func() { a.Service.RunCampaignScheduler(ctx, cmp.Or(a.Config.CampaignPoll, 200*time.Millisecond)) })
 		if a.Sim != nil {
 			a.Sim.Run(ctx, a.Service)
 		}
+		wg.Wait()
 	}()
 	return nil
 }

@@ -130,30 +130,15 @@ type runner struct {
 // Run seeds what the scenario needs, runs it and returns the result. The
 // context cuts a run short; what was measured until then is returned.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if o.Timeout == 0 {
-		o.Timeout = 30 * time.Second
-	}
-	if o.tick == 0 {
-		o.tick = time.Second
-	}
-	if err := o.Check(); err != nil {
-		return nil, err
-	}
-	base, err := parseBase(o.URL)
+	r, workers, err := newRunner(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	var rnd [16]byte
-	rand.Read(rnd[:])
-	r := &runner{o: o, base: base, samples: map[int]string{},
-		numbers: numbers{start: binary.LittleEndian.Uint64(rnd[:8]) % numberSpace},
-		runID:   hex.EncodeToString(rnd[8:])}
-	dial := dialer(base)
-	workers := make([]*worker, o.Concurrency)
-	for i := range workers {
-		workers[i] = r.newWorker(ctx, uint64(i), dial)
-		defer workers[i].closeConn()
-	}
+	defer func() {
+		for _, w := range workers {
+			w.closeConn()
+		}
+	}()
 
 	res := &Result{Scenario: o.Scenario, Mode: "closed", Concurrency: o.Concurrency, Rate: o.Rate,
 		Hardening: o.Hardening, IdempotencyKeys: o.Hardening && !o.NoKeys, DurationS: o.Duration.Seconds()}
@@ -178,7 +163,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	var deliveredBefore deliveryCounts
 	if o.Deliveries {
-		if deliveredBefore, err = scrapeDelivery(ctx, base); err != nil {
+		if deliveredBefore, err = scrapeDelivery(ctx, r.base); err != nil {
 			return nil, err
 		}
 	}
@@ -200,11 +185,40 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Deliveries {
 		r.progressf("waiting for %d messages to be delivered…\n", res.OK)
 		wait := cmp.Or(o.DeliveryWait, time.Minute)
-		if res.Delivery, err = waitDelivered(ctx, base, deliveredBefore, res.OK, start, time.Now().Add(wait)); err != nil {
+		if res.Delivery, err = waitDelivered(ctx, r.base, deliveredBefore, res.OK, start, time.Now().Add(wait)); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
+}
+
+// newRunner checks o and returns a runner for it with its workers, one
+// per connection; the caller closes their connections.
+func newRunner(ctx context.Context, o Options) (*runner, []*worker, error) {
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.tick == 0 {
+		o.tick = time.Second
+	}
+	if err := o.Check(); err != nil {
+		return nil, nil, err
+	}
+	base, err := parseBase(o.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rnd [16]byte
+	rand.Read(rnd[:])
+	r := &runner{o: o, base: base, samples: map[int]string{},
+		numbers: numbers{start: binary.LittleEndian.Uint64(rnd[:8]) % numberSpace},
+		runID:   hex.EncodeToString(rnd[8:])}
+	dial := dialer(base)
+	workers := make([]*worker, o.Concurrency)
+	for i := range workers {
+		workers[i] = r.newWorker(ctx, uint64(i), dial)
+	}
+	return r, workers, nil
 }
 
 func parseBase(s string) (*url.URL, error) {

@@ -39,6 +39,8 @@ type ServerOptions struct {
 	// rate limiter on (the limiter so high that it never refuses);
 	// otherwise they are off.
 	Hardening bool
+	// Args are more flags for `parley serve`.
+	Args []string
 }
 
 // Server is a server process started for a run.
@@ -47,12 +49,14 @@ type Server struct {
 	Username, Secret string // a credential of a brand created for the run
 	Engine           string // sqlite, postgres or trivial
 
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the process has exited
-	dir    string
-	drop   func() // drops the PostgreSQL schema
-	logs   *tail
-	once   sync.Once
+	token   string // the admin API's bearer token
+	brandID int64  // the run's brand
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed once the process has exited
+	dir     string
+	drop    func() // drops the PostgreSQL schema
+	logs    *tail
+	once    sync.Once
 }
 
 // servingPrefix is what `parley serve` and the trivial server print
@@ -115,6 +119,7 @@ func StartServer(ctx context.Context, o ServerOptions) (_ *Server, err error) {
 		args = []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--db", db,
 			"--admin-token", token, "--log-format", "json", "--role", "all"}
 		args = append(args, hardeningArgs(o.Hardening)...)
+		args = append(args, o.Args...)
 	}
 	cmd, err := o.Command(args)
 	if err != nil {
@@ -159,6 +164,7 @@ func StartServer(ctx context.Context, o ServerOptions) (_ *Server, err error) {
 		s.Username, s.Secret = "bench", "trivial" // signed like every request, never checked
 		return s, nil
 	}
+	s.token = token
 	if err := s.createCredential(ctx, token); err != nil {
 		return nil, fmt.Errorf("creating the brand and credential: %w", err)
 	}
@@ -212,8 +218,15 @@ func (s *Server) createCredential(ctx context.Context, token string) error {
 	if cred.Username == "" || cred.Secret == "" {
 		return errors.New("the admin API returned no credential")
 	}
+	s.brandID = brand.ID
 	s.Username, s.Secret = cred.Username, cred.Secret
 	return nil
+}
+
+// admin POSTs body to the run's brand's path under the admin API
+// ("/settings": /admin/v1/brands/{id}/settings).
+func (s *Server) admin(ctx context.Context, path, body string) error {
+	return adminCall(ctx, s.URL+"/admin/v1/brands/"+strconv.FormatInt(s.brandID, 10)+path, s.token, body, &struct{}{})
 }
 
 func adminCall(ctx context.Context, u, token, body string, out any) error {

@@ -63,6 +63,9 @@ func BenchmarkConsolePages(b *testing.B) {
 		{"contact", contact},
 		{"conversation", contact + "/conversation"},
 		{"inbox", "/console/inbox"},
+		{"imports", "/console/imports"}, // the admin pages; their detail pages: TestAdminPagesScale
+		{"webhooks", "/console/webhooks"},
+		{"settings", "/console/settings"},
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			get(b, p.path) // warm: statements prepared, pages cached by the OS

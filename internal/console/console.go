@@ -84,7 +84,12 @@ type Config struct {
 	Operators *service.Operators
 	// Dashboard reads the dashboard's figures; nil makes one on Service.
 	Dashboard *service.Dashboard
-	Logger    *slog.Logger
+	// Importer runs the Imports page's CSV imports (issue #7).
+	Importer *service.Importer
+	// UploadTimeout is how long an admin's CSV upload may take to arrive
+	// (the API's --upload-timeout); 0 means 10 min.
+	UploadTimeout time.Duration
+	Logger        *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

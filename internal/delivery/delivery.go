@@ -90,3 +90,30 @@ type Sink interface {
 	// back ("" for none): the confirmation of STOP/START, or the HELP text.
 	ReceiveInbound(ctx context.Context, in Inbound) (reply string, err error)
 }
+
+// Result is a provider's answer about one message of a batch: a receipt,
+// or an error as Send returns it.
+type Result struct {
+	Receipt Receipt
+	Err     error
+}
+
+// BatchSender is implemented by providers that take many messages in one
+// call (campaigns, D16). SendBatch returns one Result per message, in
+// order; like Send, it is safe to repeat for an idempotent provider.
+type BatchSender interface {
+	SendBatch(ctx context.Context, ms []Message) []Result
+}
+
+// BatchSink is implemented by sinks that record many status updates in
+// one transaction. ApplyStatuses has the semantics of ApplyStatus for each
+// update: the error at index i is nil (recorded, or ignored as ApplyStatus
+// ignores it) or ErrNotYet (report it again later). A non-nil second
+// result means none was recorded. The caller must record that it
+// reported them with a durable write of its own after the call returns
+// (the simulator marks its ledger): the sink may commit without waiting
+// for the disk, and a crash before that write makes the caller report
+// them again, which changes nothing twice.
+type BatchSink interface {
+	ApplyStatuses(ctx context.Context, us []StatusUpdate) ([]error, error)
+}

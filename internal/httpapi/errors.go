@@ -31,6 +31,9 @@ var statusOf = map[string]int{
 	parley.ERateLimited:          http.StatusTooManyRequests,
 	parley.EUnavailable:          http.StatusServiceUnavailable,
 	parley.EInternal:             http.StatusInternalServerError,
+
+	parley.ECampaignNotFound:      http.StatusNotFound, // D16
+	parley.ECampaignNotCancelable: http.StatusConflict,
 }
 
 // errorBody is the envelope of every error (spec "Errors").

@@ -154,6 +154,11 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, req *reque
 			return parley.FieldError(parley.EValidation, "user_id", "must be an integer ≥ 1")
 		}
 	}
+	if v := q.Get("campaign_id"); v != "" {
+		if f.CampaignID, err = strconv.ParseInt(v, 10, 64); err != nil || f.CampaignID < 1 {
+			return parley.FieldError(parley.EValidation, "campaign_id", "must be an integer ≥ 1")
+		}
+	}
 	if v := q.Get("limit"); v != "" {
 		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 1 {
 			return parley.FieldError(parley.EValidation, "limit", "must be an integer between 1 and 100")

@@ -45,6 +45,7 @@ var creations = map[string]bool{
 
 	"POST /api/v1/simulator/inbound": true,
 	"POST /api/v1/segments":          true, // D15
+	"POST /api/v1/campaigns":         true, // D16
 }
 
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -365,7 +366,7 @@ func TestOpenAPIErrors(t *testing.T) {
 		t.Errorf("Error detail.type enum differs from the error table (errors.go statusOf): %s", d)
 	}
 
-	pathIDs := regexp.MustCompile(`\{(user_id|message_id|webhook_id|delivery_id|segment_id)\}`)
+	pathIDs := regexp.MustCompile(`\{(user_id|message_id|webhook_id|delivery_id|segment_id|campaign_id)\}`)
 	for _, o := range oaOperations(t, doc) {
 		responses, _ := o.op["responses"].(map[string]any)
 		for code, r := range responses {
@@ -404,17 +405,22 @@ func TestOpenAPIErrors(t *testing.T) {
 			want = append(want, "409")
 		case "POST /api/v1/files":
 			want = append(want, "415")
-		case "GET /api/v1/webhooks/{webhook_id}/deliveries", "GET /api/v1/segments/{segment_id}/users":
+		case "GET /api/v1/webhooks/{webhook_id}/deliveries", "GET /api/v1/segments/{segment_id}/users",
+			"GET /api/v1/campaigns", "GET /api/v1/messages":
 			want = append(want, "422") // limit, cursor
+		case "POST /api/v1/campaigns":
+			want = append(want, "404", "422") // segment_not_found, validation (D16)
 		case "POST /api/v1/segments", "POST /api/v1/segments/{segment_id}":
 			want = append(want, "409") // name taken (D15)
 		}
-		if strings.Contains(path, "{webhook_id}") || strings.Contains(path, "{segment_id}") {
+		if strings.Contains(path, "{webhook_id}") || strings.Contains(path, "{segment_id}") || strings.Contains(path, "{campaign_id}") {
 			want = append(want, "404") // another brand's or a missing endpoint or segment
 		}
 		switch o.key {
 		case "GET /readyz":
 			want = append(want, "503")
+		case "GET /api/v1/messages":
+			want = append(want, "404") // campaign_id of no campaign of the brand (D16)
 		}
 		for _, code := range want {
 			if _, ok := responses[code]; !ok {
@@ -435,12 +441,14 @@ func TestOpenAPIParameters(t *testing.T) {
 		"delivery_id": {"type": "integer", "minimum": 1.0}, // pathID
 		"import_id":   {"type": "integer", "minimum": 1.0}, // pathID
 		"segment_id":  {"type": "integer", "minimum": 1.0}, // pathID
+		"campaign_id": {"type": "integer", "minimum": 1.0}, // pathID
 		"file_id":     {"type": "string", "format": "uuid"},
 	}
 	// The query parameters each handler reads, and whether it requires them.
 	query := map[string]map[string]bool{
 		"GET /api/v1/users":                            {"phone_number": true},
-		"GET /api/v1/messages":                         {"user_id": false, "limit": false, "cursor": false},
+		"GET /api/v1/messages":                         {"user_id": false, "campaign_id": false, "limit": false, "cursor": false},
+		"GET /api/v1/campaigns":                        {"limit": false, "cursor": false},
 		"GET /media/{file_id}":                         {"brand": true, "expires": true, "sig": true},
 		"GET /api/v1/webhooks/{webhook_id}/deliveries": {"limit": false, "cursor": false},
 		"GET /api/v1/imports":                          {"limit": false, "cursor": false},
@@ -734,6 +742,9 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		{"UserPage", listPage[*parley.User]{}, listPage[*parley.User]{}},
 		{"SegmentCount", parley.SegmentCount{}, parley.SegmentCount{}},
 		{"SegmentPreview", parley.SegmentPreview{}, parley.SegmentPreview{}},
+		{"Campaign", parley.Campaign{}, parley.Campaign{}},
+		{"CampaignStats", parley.CampaignStats{}, parley.CampaignStats{}},
+		{"CampaignPage", listPage[*parley.Campaign]{}, listPage[*parley.Campaign]{}},
 		{"Error", errorBody{Detail: errorDetail{Field: "x"}}, errorBody{}},
 		{"Error/properties/detail", errorDetail{Field: "x"}, errorDetail{}},
 	}
@@ -785,6 +796,11 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		"GET /api/v1/segments/{segment_id}/count": {value: parley.SegmentCount{}},
 		"GET /api/v1/custom_data":                 {value: parley.CustomField{}, list: true},
 		"GET /api/v1/brand":                       {value: parley.Brand{}},
+
+		"POST /api/v1/campaigns":                      {value: parley.Campaign{}},
+		"GET /api/v1/campaigns":                       {value: listPage[*parley.Campaign]{}},
+		"GET /api/v1/campaigns/{campaign_id}":         {value: parley.Campaign{}},
+		"POST /api/v1/campaigns/{campaign_id}/cancel": {value: parley.Campaign{}},
 
 		"POST /api/v1/webhooks":                                             webhook,
 		"GET /api/v1/webhooks":                                              {value: listPage[*parley.Webhook]{}},
@@ -890,6 +906,7 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		"POST /api/v1/segments":              {"SegmentCreate", reflect.TypeFor[parley.SegmentCreate](), []string{"name"}},
 		"POST /api/v1/segments/{segment_id}": {"SegmentUpdate", reflect.TypeFor[parley.SegmentUpdate](), nil},
 		"POST /api/v1/segments/preview":      {"SegmentPreviewRequest", reflect.TypeFor[parley.SegmentPreviewRequest](), nil},
+		"POST /api/v1/campaigns":             {"CampaignCreate", reflect.TypeFor[parley.CampaignCreate](), []string{"name", "segment_id"}},
 	}
 	for _, o := range oaOperations(t, doc) {
 		rb, has := o.op["requestBody"]
@@ -974,8 +991,9 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 	// Case-insensitive enumerations are patterns; they must accept every
 	// value in any case and nothing else.
 	for ptr, values := range map[string][]string{
-		"UserCreate/properties/channel": parley.Channels,
-		"MessageCreate/properties/type": {parley.TypeConversational, parley.TypeMarketing, parley.TypeTransactional},
+		"UserCreate/properties/channel":  parley.Channels,
+		"MessageCreate/properties/type":  {parley.TypeConversational, parley.TypeMarketing, parley.TypeTransactional},
+		"CampaignCreate/properties/type": {parley.TypeMarketing, parley.TypeTransactional},
 	} {
 		pat, _ := at(ptr)["pattern"].(string)
 		re, err := regexp.Compile(pat)
@@ -1074,6 +1092,30 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 	}
 	if v := at("SegmentPreview/properties/sample")["maxItems"]; v != float64(parley.PreviewSampleSize) {
 		t.Errorf("SegmentPreview.sample maxItems = %v, want %d", v, parley.PreviewSampleSize)
+	}
+	// Campaigns (D16): the limits and enumerations service/campaign.go
+	// enforces, and no member the handler refuses as set by the server.
+	for ptr, limit := range map[string]int{"CampaignCreate/properties/name": parley.MaxCampaignName,
+		"Campaign/properties/name": parley.MaxCampaignName, "CampaignCreate/properties/body": parley.MaxMessageBody} {
+		if v := at(ptr)["maxLength"]; v != float64(limit) {
+			t.Errorf("%s maxLength = %v, want %d", ptr, v, limit)
+		}
+	}
+	if v := at("CampaignCreate/properties/media_item_uuids")["maxItems"]; v != float64(parley.MaxMediaItems) {
+		t.Errorf("CampaignCreate.media_item_uuids maxItems = %v, want %d", v, parley.MaxMediaItems)
+	}
+	if d := diff(stringSet(at("Campaign/properties/type")["enum"]),
+		sortedSlice([]string{parley.TypeMarketing, parley.TypeTransactional})); d != "" {
+		t.Errorf("Campaign.type enum: %s", d)
+	}
+	if d := diff(stringSet(at("Campaign/properties/status")["enum"]), sortedSlice([]string{parley.CampaignScheduled,
+		parley.CampaignSending, parley.CampaignCompleted, parley.CampaignCanceled})); d != "" {
+		t.Errorf("Campaign.status enum: %s", d)
+	}
+	for name := range campaignReadOnly {
+		if _, ok := at("CampaignCreate")["properties"].(map[string]any)[name]; ok {
+			t.Errorf("CampaignCreate has %s, which createCampaign refuses", name)
+		}
 	}
 	if v := at("MessageCreate/properties/body")["maxLength"]; v != float64(parley.MaxMessageBody) {
 		t.Errorf("MessageCreate.body maxLength = %v, want %d", v, parley.MaxMessageBody)

@@ -64,6 +64,12 @@ func (s *Server) routeTable() []route {
 		{"DELETE", v1 + "/segments/{segment_id}", s.authed(noBody, s.archiveSegment)},
 		{"GET", v1 + "/segments/{segment_id}/users", s.authed(noBody, s.segmentUsers)},
 		{"GET", v1 + "/segments/{segment_id}/count", s.authed(noBody, s.segmentCount)},
+
+		{"POST", v1 + "/campaigns", s.authed(jsonBody, s.createCampaign)},
+		{"GET", v1 + "/campaigns", s.authed(noBody, s.listCampaigns)},
+		{"GET", v1 + "/campaigns/{campaign_id}", s.authed(noBody, s.getCampaign)},
+		{"POST", v1 + "/campaigns/{campaign_id}/cancel", s.authed(noBody, s.cancelCampaign)},
+
 		{"GET", v1 + "/custom_data", s.authed(noBody, s.listCustomFields)},
 		{"GET", v1 + "/brand", s.authed(noBody, s.getBrand)},
 	}

@@ -44,6 +44,7 @@ type Config struct {
 	Webhooks    parley.WebhookService
 	History     parley.HistoryService
 	Segments    parley.SegmentService
+	Campaigns   parley.CampaignService
 	Media       MediaOpener
 	// Simulator serves POST /api/v1/simulator/inbound (D12); nil, as with
 	// every provider but sim, leaves the path out (404).

@@ -30,6 +30,7 @@ import (
 	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/delivery"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/webhook"
 )
 
@@ -738,6 +739,26 @@ func TestWebhookEveryEventType(t *testing.T) {
 	dlvWait(t, e, undeliveredID, parley.StatusUndelivered)
 	check(rc.event(t, parley.EventMessageDelivered, "id", msgID), getMsg(msgID))
 	check(rc.event(t, parley.EventMessageUndelivered, "id", undeliveredID), getMsg(undeliveredID))
+
+	// Campaigns (D16): campaign.started at the resolution, campaign.completed
+	// once every message went; the data is the campaign with its stats.
+	// (Inserted through the store: the endpoints are another change's.)
+	seg := mustDo(t, e.A, "POST", "/segments", map[string]any{"name": "Everyone", "type": "STANDARD", "criteria": []any{}})
+	camp := &parley.Campaign{BrandID: e.BrandA.ID, Name: "Notice", SegmentID: whObjectID(t, seg.Body), Body: "Store closed today",
+		Type: parley.TypeTransactional, SendAt: parley.NewTime(e.Now())}
+	if err := e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error { return tx.InsertCampaign(e.Ctx, camp) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{parley.EventCampaignStarted, parley.EventCampaignCompleted} {
+		q := rc.event(t, typ, "id", camp.ID)
+		seen[q.Type]++
+		whCheckEnvelope(t, q, hook.Secret)
+		var got parley.Campaign
+		if err := json.Unmarshal(q.Data, &got); err != nil || got.Name != "Notice" || got.Stats.Recipients != 4 ||
+			got.Stats.SkippedUnsubscribed != 3 || (typ == parley.EventCampaignCompleted) != (got.Status == parley.CampaignCompleted) {
+			t.Errorf("%s data %s", typ, q.Data)
+		}
+	}
 
 	resp = mustDo(t, e.A, "DELETE", "/users/"+itoa(userID), nil)
 	check(rc.event(t, parley.EventUserDeleted, "id", userID), resp.Body)

@@ -84,6 +84,8 @@ type WorkerConfig struct {
 	Purger Purger
 	// Imports, when set, runs CSV imports of users.
 	Imports ImportRunner
+	// Campaigns, when set, sends campaigns (QueueCampaigns).
+	Campaigns CampaignSender
 	// Concurrency is how many deliveries run at once on this node.
 	Concurrency int
 	// RescueAfter is how long a job may run before another node or a
@@ -158,6 +160,10 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 		cfg.Logger = w.Logger
 		if w.Imports != nil {
 			addImports(workers, cfg, w.Imports)
+		}
+		if w.Campaigns != nil {
+			river.AddWorker(workers, newCampaignWorker(w.Campaigns, cfg.RescueStuckJobsAfter))
+			cfg.Queues[QueueCampaigns] = river.QueueConfig{MaxWorkers: campaignWorkers}
 		}
 	}
 	c, err := river.NewClient(driver(db, engine), cfg)

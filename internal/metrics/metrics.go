@@ -30,6 +30,8 @@ type Metrics struct {
 	retries         prometheus.Counter
 	timeToSent      prometheus.Histogram
 	webhookAttempts *prometheus.HistogramVec
+	campaignSent    prometheus.Counter
+	campaignBatches prometheus.Counter
 	requests        *requests
 }
 
@@ -62,6 +64,15 @@ func New(queue QueueStats) *Metrics {
 		Help:    "Webhook delivery attempts by outcome (delivered, retrying, failed, disabled) and their latency.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15},
 	}, []string{"outcome"})
+	m.campaignSent = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "parley_campaign_messages_sent_total",
+		Help: "Campaign messages handed to the provider (D16).",
+	})
+	m.campaignBatches = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "parley_campaign_batches_total",
+		Help: "Campaign batches whose outcomes were written: one provider call and one transaction each.",
+	})
+	m.Registry.MustRegister(m.campaignSent, m.campaignBatches)
 	m.Registry.MustRegister(m.transitions, m.providerSeconds, m.retries, m.timeToSent, m.webhookAttempts,
 		m.requests.total, m.requests.seconds, m.requests.inFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -92,6 +103,12 @@ func (m *Metrics) WebhookAttempt(outcome string, latency time.Duration) {
 // Sent observes how long a message waited from its creation until the
 // provider took it.
 func (m *Metrics) Sent(waited time.Duration) { m.timeToSent.Observe(waited.Seconds()) }
+
+// CampaignBatch counts a campaign batch and the messages it sent.
+func (m *Metrics) CampaignBatch(sent int) {
+	m.campaignBatches.Inc()
+	m.campaignSent.Add(float64(sent))
+}
 
 // Retry counts a delivery attempt that will be retried.
 func (m *Metrics) Retry() { m.retries.Inc() }

@@ -103,6 +103,11 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 		}
 		m.MediaURLs = append(m.MediaURLs, s.publicURL+s.MediaURLPath(f, s.db.Now().Add(24*time.Hour)))
 	}
+	// D16: the message takes its slot of the brand's send rate, ahead of
+	// any campaign (pacing.go).
+	if err := s.paceOne(ctx, brandID); err != nil {
+		return err
+	}
 	// Record the attempt before the call, so a retry after a crash knows a
 	// send may have happened. An idempotent provider makes that harmless and
 	// the write unneeded: it accepts the message once however often it is sent.

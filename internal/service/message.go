@@ -79,23 +79,8 @@ func validateMessage(in parley.MessageCreate) (*parley.Message, error) {
 		return nil, invalid("user_id", "must be an integer ≥ 1")
 	}
 	m.UserID = in.UserID.Value
-	if in.Body.Set {
-		if !in.Body.Valid {
-			return nil, invalid("body", "must be a string, not null")
-		}
-		if utf8.RuneCountInString(in.Body.Value) > parley.MaxMessageBody {
-			return nil, invalid("body", "at most "+strconv.Itoa(parley.MaxMessageBody)+" characters")
-		}
-		m.Body = in.Body.Value
-	}
-	if in.MediaItemUUIDs.Set {
-		if !in.MediaItemUUIDs.Valid {
-			return nil, invalid("media_item_uuids", "must be an array, not null")
-		}
-		if len(in.MediaItemUUIDs.Value) > parley.MaxMediaItems {
-			return nil, invalid("media_item_uuids", "at most "+strconv.Itoa(parley.MaxMediaItems)+" items")
-		}
-		m.MediaItemUUIDs = in.MediaItemUUIDs.Value
+	if err := checkContent(m, in.Body, in.MediaItemUUIDs); err != nil {
+		return nil, err
 	}
 	if in.Type.Set {
 		t, ok := oneOf(in.Type, messageTypes)
@@ -108,6 +93,31 @@ func validateMessage(in parley.MessageCreate) (*parley.Message, error) {
 		return nil, invalid("body", "required when there are no media items")
 	}
 	return m, nil
+}
+
+// checkContent applies D8's limits on a message's body and media, which a
+// campaign's share (D16), and sets them on m. That there is a body or
+// media is checked by the caller, after its other members.
+func checkContent(m *parley.Message, body parley.Optional[string], media parley.Optional[[]string]) error {
+	if body.Set {
+		if !body.Valid {
+			return invalid("body", "must be a string, not null")
+		}
+		if utf8.RuneCountInString(body.Value) > parley.MaxMessageBody {
+			return invalid("body", "at most "+strconv.Itoa(parley.MaxMessageBody)+" characters")
+		}
+		m.Body = body.Value
+	}
+	if media.Set {
+		if !media.Valid {
+			return invalid("media_item_uuids", "must be an array, not null")
+		}
+		if len(media.Value) > parley.MaxMediaItems {
+			return invalid("media_item_uuids", "at most "+strconv.Itoa(parley.MaxMediaItems)+" items")
+		}
+		m.MediaItemUUIDs = media.Value
+	}
+	return nil
 }
 
 // oneOf matches a present, non-null value case-insensitively against allowed
@@ -175,7 +185,21 @@ func (s *Service) ListMessages(ctx context.Context, brandID int64, f parley.Mess
 	if f.UserID < 0 {
 		return nil, "", invalid("user_id", "must be an integer ≥ 1")
 	}
-	msgs, err := s.db.ListMessages(ctx, brandID, f.UserID, before, f.Limit+1)
+	if f.CampaignID < 0 {
+		return nil, "", invalid("campaign_id", "must be an integer ≥ 1")
+	}
+	if f.CampaignID > 0 {
+		// An id that names no campaign of the brand is 404 rather than an
+		// empty page: a mistyped id should not look like a campaign that
+		// has not started (D16, docs/api.md).
+		if _, err := s.db.FindCampaign(ctx, brandID, f.CampaignID); errors.Is(err, store.ErrNotFound) {
+			return nil, "", parley.CampaignNotFound(f.CampaignID)
+		} else if err != nil {
+			return nil, "", err
+		}
+	}
+	msgs, err := s.db.FindMessages(ctx, brandID, store.MessageQuery{UserID: f.UserID, CampaignID: f.CampaignID,
+		BeforeID: before, Limit: f.Limit + 1})
 	if err != nil {
 		return nil, "", err
 	}

@@ -76,6 +76,9 @@ type Service struct {
 	// usSendingRules intersects brands' sending windows with the US rules
 	// (D17); on unless the server runs with --us-sending-rules=false.
 	usSendingRules bool
+	// campaignBatch and staleClaim tune the campaign sender (SetCampaigns).
+	campaignBatch int
+	staleClaim    time.Duration
 
 	webhookAllowPrivate bool
 	webhookClient       *http.Client

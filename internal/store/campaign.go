@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parleyhq/parley"
 )
@@ -99,6 +100,13 @@ func scanCampaign(scan func(...any) error) (*parley.Campaign, error) {
 // false or null); the campaign becomes sending, started now. It returns
 // how many messages it wrote and updates c.
 //
+// A MARKETING campaign of a brand with a frequency cap (D17) skips the
+// consenting members already at it, counted in skipped_frequency_cap: the
+// rule of CountMarketingSent (MARKETING messages sent, delivered or
+// undelivered with date_sent in the last per_hours), as one correlated
+// count per member, read only for members whose last_outbound_at (the
+// activity columns, any type) falls inside the period.
+//
 // Exactly once rests on two things. The campaign row is updated first, so
 // a second resolution (another node, a retry) waits for the first's
 // transaction and then finds the campaign sending: ErrCampaignNotScheduled.
@@ -134,13 +142,18 @@ func (tx *Tx) ResolveCampaign(ctx context.Context, c *parley.Campaign, a Audienc
 	if err != nil {
 		return 0, err
 	}
+	capped, capArgs, err := tx.cappedMember(ctx, c)
+	if err != nil {
+		return 0, err
+	}
 	// The counts come first, from one pass over the same filter. Under
 	// PostgreSQL's READ COMMITTED the INSERT reads a later snapshot: a
 	// consent changed in between can move one member from one side to the
 	// other (the member is then messaged as the INSERT saw it).
-	var recipients, unsubscribed int64
-	if err := tx.queryRow(ctx, `SELECT count(*), coalesce(sum(CASE WHEN u.messaging_consent = TRUE THEN 0 ELSE 1 END), 0)
-	FROM users u WHERE `+where, args...).Scan(&recipients, &unsubscribed); err != nil {
+	var recipients, unsubscribed, skippedCap int64
+	if err := tx.queryRow(ctx, `SELECT count(*), coalesce(sum(CASE WHEN u.messaging_consent = TRUE THEN 0 ELSE 1 END), 0),
+	coalesce(sum(CASE WHEN u.messaging_consent = TRUE AND `+capped+` THEN 1 ELSE 0 END), 0)
+	FROM users u WHERE `+where, append(append([]any{}, capArgs...), args...)...).Scan(&recipients, &unsubscribed, &skippedCap); err != nil {
 		return 0, fmt.Errorf("store: resolve campaign: count: %w", err)
 	}
 
@@ -155,10 +168,10 @@ func (tx *Tx) ResolveCampaign(ctx context.Context, c *parley.Campaign, a Audienc
 	res, err = tx.exec(ctx, `INSERT INTO messages (brand_id, user_id, direction, status, body,
 	media_item_uuids, type, date_created, campaign_id)
 	SELECT u.brand_id, u.id, ?, ?, ?, ?, ?, ?, ?
-	FROM users u WHERE `+where+` AND u.messaging_consent = TRUE
+	FROM users u WHERE `+where+` AND u.messaging_consent = TRUE AND NOT `+capped+`
 	ON CONFLICT (campaign_id, user_id) WHERE campaign_id IS NOT NULL DO NOTHING`,
-		append([]any{parley.DirectionOutbound, parley.StatusQueued, c.Body, string(media), c.Type,
-			micros(now.Time), c.ID}, args...)...)
+		append(append([]any{parley.DirectionOutbound, parley.StatusQueued, c.Body, string(media), c.Type,
+			micros(now.Time), c.ID}, args...), capArgs...)...)
 	if err != nil {
 		return 0, fmt.Errorf("store: resolve campaign: insert messages: %w", err)
 	}
@@ -167,13 +180,37 @@ func (tx *Tx) ResolveCampaign(ctx context.Context, c *parley.Campaign, a Audienc
 		return 0, fmt.Errorf("store: resolve campaign: %w", err)
 	}
 
-	if _, err := tx.exec(ctx, `UPDATE campaigns SET recipients = ?, skipped_unsubscribed = ?, skipped_frequency_cap = 0
-	WHERE id = ?`, recipients, unsubscribed, c.ID); err != nil {
+	if _, err := tx.exec(ctx, `UPDATE campaigns SET recipients = ?, skipped_unsubscribed = ?, skipped_frequency_cap = ?
+	WHERE id = ?`, recipients, unsubscribed, skippedCap, c.ID); err != nil {
 		return 0, fmt.Errorf("store: resolve campaign: %w", err)
 	}
 	c.Status, c.StartedAt = parley.CampaignSending, &now
-	c.Stats.Recipients, c.Stats.SkippedUnsubscribed, c.Stats.SkippedFrequencyCap = recipients, unsubscribed, 0
+	c.Stats.Recipients, c.Stats.SkippedUnsubscribed, c.Stats.SkippedFrequencyCap = recipients, unsubscribed, skippedCap
 	return written, nil
+}
+
+// cappedMember returns the SQL condition, on users u, of a member at the
+// brand's frequency cap for campaign c, and its arguments: FALSE when the
+// campaign is not MARKETING or the brand has no cap. The COALESCE keeps a
+// user without outbound activity out without a NULL that NOT would keep
+// NULL.
+func (tx *Tx) cappedMember(ctx context.Context, c *parley.Campaign) (string, []any, error) {
+	if c.Type != parley.TypeMarketing {
+		return "FALSE", nil, nil
+	}
+	set, err := tx.BrandSettings(ctx, c.BrandID)
+	if err != nil {
+		return "", nil, fmt.Errorf("store: resolve campaign: settings: %w", err)
+	}
+	fc := set.FrequencyCap
+	if fc == nil {
+		return "FALSE", nil, nil
+	}
+	since := micros(tx.now.Add(-time.Duration(fc.PerHours) * time.Hour))
+	return `(COALESCE(u.last_outbound_at, 0) >= ? AND (SELECT count(*) FROM messages cm
+	WHERE cm.brand_id = u.brand_id AND cm.user_id = u.id AND cm.direction = 'outbound' AND cm.type = 'MARKETING'
+	AND cm.status IN ('sent', 'delivered', 'undelivered') AND cm.date_sent >= ?) >= ?)`,
+		[]any{since, since, fc.MaxMessages}, nil
 }
 
 // CampaignStats returns the stats of the brand's campaign: the counts

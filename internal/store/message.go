@@ -152,19 +152,37 @@ func (db *DB) findMessage(ctx context.Context, where string, args ...any) (*parl
 // ListMessages returns up to limit messages of the brand with id below
 // beforeID (0: no bound), newest first, optionally only one user's.
 func (db *DB) ListMessages(ctx context.Context, brandID, userID, beforeID int64, limit int) ([]*parley.Message, error) {
-	q := `SELECT ` + messageColumns + ` FROM messages WHERE brand_id = ?`
+	return db.FindMessages(ctx, brandID, MessageQuery{UserID: userID, BeforeID: beforeID, Limit: limit})
+}
+
+// MessageQuery selects a page of a brand's messages, newest first. A zero
+// member does not filter.
+type MessageQuery struct {
+	UserID     int64
+	CampaignID int64 // read through messages_brand_campaign (D16)
+	BeforeID   int64 // the page holds ids below it
+	Limit      int
+}
+
+// FindMessages returns up to q.Limit messages of the brand that q selects.
+func (db *DB) FindMessages(ctx context.Context, brandID int64, q MessageQuery) ([]*parley.Message, error) {
+	stmt := `SELECT ` + messageColumns + ` FROM messages WHERE brand_id = ?`
 	args := []any{brandID}
-	if userID != 0 {
-		q += ` AND user_id = ?`
-		args = append(args, userID)
+	if q.UserID != 0 {
+		stmt += ` AND user_id = ?`
+		args = append(args, q.UserID)
 	}
-	if beforeID != 0 {
-		q += ` AND id < ?`
-		args = append(args, beforeID)
+	if q.CampaignID != 0 {
+		stmt += ` AND campaign_id = ?`
+		args = append(args, q.CampaignID)
 	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit)
-	rows, err := db.query(ctx, q, args...)
+	if q.BeforeID != 0 {
+		stmt += ` AND id < ?`
+		args = append(args, q.BeforeID)
+	}
+	stmt += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, q.Limit)
+	rows, err := db.query(ctx, stmt, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list messages: %w", err)
 	}

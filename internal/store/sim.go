@@ -87,3 +87,73 @@ func (db *DB) SimMarkReported(ctx context.Context, providerIDs []string) error {
 	}
 	return nil
 }
+
+// SimAcceptMany is SimAccept for many records in one statement: the
+// records of messages the ledger holds already are left as they are. It
+// returns the stored record of each message, in the order of recs, and
+// how many were new.
+func (db *DB) SimAcceptMany(ctx context.Context, recs []SimRecord) ([]SimRecord, int, error) {
+	if len(recs) == 0 {
+		return nil, 0, nil
+	}
+	var q strings.Builder
+	q.WriteString(`INSERT INTO sim_messages (provider_id, message_id, final_status, error_code, error_message, due_at) VALUES `)
+	args := make([]any, 0, 6*len(recs))
+	for i, r := range recs {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?, ?)")
+		args = append(args, r.ProviderID, r.MessageID, r.FinalStatus, nullIfEmpty(r.ErrorCode), nullIfEmpty(r.ErrorMessage), micros(r.DueAt))
+	}
+	q.WriteString(` ON CONFLICT (message_id) DO NOTHING RETURNING message_id`)
+	rows, err := db.write.QueryContext(ctx, db.rebind(q.String()), args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: sim accept: %w", err)
+	}
+	fresh, err := collectIDs(rows)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: sim accept: %w", err)
+	}
+	out := append([]SimRecord(nil), recs...)
+	if len(fresh) == len(recs) {
+		return out, len(fresh), nil
+	}
+	// A repeated send (after a crash) answers with what the ledger holds.
+	isFresh := make(map[int64]bool, len(fresh))
+	for _, id := range fresh {
+		isFresh[id] = true
+	}
+	var old []int64
+	for _, r := range recs {
+		if !isFresh[r.MessageID] {
+			old = append(old, r.MessageID)
+		}
+	}
+	in, idArgs := inList(old)
+	srows, err := db.write.QueryContext(ctx, db.rebind(`SELECT message_id, provider_id, final_status, COALESCE(error_code, ''),
+	COALESCE(error_message, ''), due_at FROM sim_messages WHERE message_id IN `+in), idArgs...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: sim accept: %w", err)
+	}
+	defer srows.Close()
+	stored := map[int64]SimRecord{}
+	for srows.Next() {
+		var r SimRecord
+		var due int64
+		if err := srows.Scan(&r.MessageID, &r.ProviderID, &r.FinalStatus, &r.ErrorCode, &r.ErrorMessage, &due); err != nil {
+			return nil, 0, fmt.Errorf("store: sim accept: %w", err)
+		}
+		r.DueAt = fromMicros(due)
+		stored[r.MessageID] = r
+	}
+	if err := srows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("store: sim accept: %w", err)
+	}
+	for i, r := range out {
+		if s, ok := stored[r.MessageID]; ok && !isFresh[r.MessageID] {
+			out[i] = s
+		}
+	}
+	return out, len(fresh), nil
+}

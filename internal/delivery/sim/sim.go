@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,7 @@ const (
 // Ledger is where the simulator keeps its carrier state.
 type Ledger interface {
 	SimAccept(ctx context.Context, rec store.SimRecord) (store.SimRecord, bool, error)
+	SimAcceptMany(ctx context.Context, recs []store.SimRecord) ([]store.SimRecord, int, error)
 	SimDue(ctx context.Context, now time.Time, limit int) ([]store.SimRecord, error)
 	SimMarkReported(ctx context.Context, providerIDs []string) error
 }
@@ -95,6 +97,43 @@ func (p *Provider) Send(ctx context.Context, m delivery.Message) (delivery.Recei
 	return delivery.Receipt{ProviderID: stored.ProviderID}, nil
 }
 
+var _ delivery.BatchSender = (*Provider)(nil)
+
+// SendBatch implements delivery.BatchSender: one insert into the ledger
+// for the whole batch. A message it holds already keeps its record and is
+// not counted again in Sends.
+func (p *Provider) SendBatch(ctx context.Context, ms []delivery.Message) []delivery.Result {
+	out := make([]delivery.Result, len(ms))
+	recs := make([]store.SimRecord, 0, len(ms))
+	idx := make([]int, 0, len(ms))
+	due := p.Now().Add(p.Delay)
+	for i, m := range ms {
+		if m.To == InvalidNumber {
+			out[i].Err = &delivery.Error{Code: "invalid_number", Message: "The number " + m.To + " is not a valid mobile number."}
+			continue
+		}
+		rec := store.SimRecord{ProviderID: orderedSID(m.ID), MessageID: m.ID, FinalStatus: parley.StatusDelivered, DueAt: due}
+		if m.To == UnreachableNumber {
+			rec.FinalStatus, rec.ErrorCode, rec.ErrorMessage = parley.StatusUndelivered, "carrier_unreachable", "The carrier could not reach the handset."
+		}
+		recs = append(recs, rec)
+		idx = append(idx, i)
+	}
+	stored, fresh, err := p.ledger.SimAcceptMany(ctx, recs)
+	if err != nil {
+		for _, i := range idx {
+			out[i].Err = err
+		}
+		return out
+	}
+	p.sends.Add(int64(fresh))
+	for j, i := range idx {
+		out[i].Receipt = delivery.Receipt{ProviderID: stored[j].ProviderID}
+	}
+	p.Logger.Info("sim: batch sent to handsets", "messages", len(recs), "new", fresh)
+	return out
+}
+
 // Run reports due final statuses to sink until ctx ends.
 func (p *Provider) Run(ctx context.Context, sink delivery.Sink) {
 	t := time.NewTicker(p.Tick)
@@ -131,10 +170,30 @@ func (p *Provider) Flush(ctx context.Context, sink delivery.Sink) error {
 	}
 }
 
-// report applies the reports of due, Reporters at a time, and returns the
-// provider ids of those applied. A report that fails is tried again on the
-// next tick; the others must not wait behind it.
+// report applies the reports of due and returns the provider ids of those
+// applied: in one call when the sink takes batches (one transaction for
+// the whole batch), else Reporters at a time. A report that fails is tried
+// again on the next tick; the others must not wait behind it.
 func (p *Provider) report(ctx context.Context, sink delivery.Sink, due []store.SimRecord) ([]string, error) {
+	if bs, ok := sink.(delivery.BatchSink); ok && len(due) > 0 {
+		now := p.Now()
+		us := make([]delivery.StatusUpdate, len(due))
+		for i, r := range due {
+			us[i] = delivery.StatusUpdate{ProviderID: r.ProviderID, MessageID: r.MessageID, Status: r.FinalStatus,
+				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, At: now}
+		}
+		errs, err := bs.ApplyStatuses(ctx, us)
+		if err != nil {
+			return nil, err
+		}
+		reported := make([]string, 0, len(due))
+		for i, r := range due {
+			if errs[i] == nil {
+				reported = append(reported, r.ProviderID)
+			}
+		}
+		return reported, nil
+	}
 	var (
 		mu       sync.Mutex
 		reported = make([]string, 0, len(due))
@@ -167,6 +226,17 @@ func newSID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return "SIM" + hex.EncodeToString(b[:])
+}
+
+// orderedSID is a batch's provider id: it sorts by message id, so a
+// campaign's ids land at the end of the indexes on them (sim_messages'
+// key, messages_provider_id) instead of at random pages — measured on
+// SQLite, random ids made writing a batch's sends 4× slower than its
+// delivery reports once the indexes outgrew the page cache.
+func orderedSID(messageID int64) string {
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("SIM%016x%s", messageID, hex.EncodeToString(b[:]))
 }
 
 // suffix keeps the last digits of a number for logs, not the whole number.

@@ -1,0 +1,221 @@
+package console
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/parleyhq/parley"
+)
+
+// The Settings page (D19, D17, issue #18): the brand's sending rules, with
+// the admin API's validation (service.UpdateBrandSettings), and the brand's
+// operators: add one with a password or a one-time sign-in link, remove one
+// (never yourself). Admins only.
+func init() {
+	Register(Page{
+		Path: "settings", Title: "Settings", Nav: "Settings", Order: 80, Admin: true,
+		Template: "settings.html", Get: settingsPage, Post: settingsSave,
+	})
+	Register(Page{
+		Path: "settings/operators", Title: "Settings", Admin: true,
+		Template: "settings.html", Post: operatorsAction,
+	})
+}
+
+// settingsForm is the settings form's fields as text, as sent.
+type settingsForm struct {
+	WindowStart, WindowEnd, TimeZone, CapMax, CapHours, SendRate string
+}
+
+// operatorForm is the add-operator form as sent.
+type operatorForm struct {
+	Email, Role string
+}
+
+// settingsData is what settings.html sees.
+type settingsData struct {
+	Form settingsForm
+	// Errors are the settings form's errors by field name.
+	Errors    map[string]string
+	Operators []*parley.Operator
+	// Me is the signed-in operator's id: no Remove button for it.
+	Me     int64
+	OpForm operatorForm
+	// OpErrors are the add-operator form's errors by field name.
+	OpErrors map[string]string
+	// Link is the one-time sign-in link of the operator just added.
+	Link, LinkEmail string
+	Notice          string
+}
+
+// fieldView is one text field of the page, for the "field" template: its
+// label, the value as sent and its error.
+type fieldView struct {
+	Name, Label, Value, Error string
+	// Mode is "email", "numeric", "decimal" or "text".
+	Mode string
+}
+
+// Field is the view of the text field name.
+func (d settingsData) Field(name, label, value, mode string) fieldView {
+	e := d.Errors[name]
+	if e == "" {
+		e = d.OpErrors[name]
+	}
+	return fieldView{Name: name, Label: label, Value: value, Error: e, Mode: mode}
+}
+
+func formOf(st *parley.BrandSettings) settingsForm {
+	f := settingsForm{WindowStart: st.SendingWindow.Start, WindowEnd: st.SendingWindow.End,
+		TimeZone: st.TimeZone, SendRate: strconv.FormatFloat(st.SendRate, 'f', -1, 64)}
+	if c := st.FrequencyCap; c != nil {
+		f.CapMax, f.CapHours = strconv.Itoa(c.MaxMessages), strconv.Itoa(c.PerHours)
+	}
+	return f
+}
+
+func settingsPage(c *Ctx) error {
+	st, err := c.Service.BrandSettings(c, c.BrandID())
+	if err != nil {
+		return err
+	}
+	d := settingsData{Form: formOf(st), OpForm: operatorForm{Role: string(parley.RoleAgent)}}
+	switch c.R.URL.Query().Get("done") {
+	case "saved":
+		d.Notice = "Settings saved."
+	case "removed":
+		d.Notice = "Operator removed; their sessions have ended."
+	case "added":
+		d.Notice = "Operator added: they can sign in with their password."
+	}
+	return c.renderSettings(http.StatusOK, d, "")
+}
+
+// renderSettings shows the page with d's forms and the brand's operators.
+func (c *Ctx) renderSettings(status int, d settingsData, errMsg string) error {
+	ops, err := c.Operators.List(c, c.BrandID())
+	if err != nil {
+		return err
+	}
+	if d.Form == (settingsForm{}) {
+		st, err := c.Service.BrandSettings(c, c.BrandID())
+		if err != nil {
+			return err
+		}
+		d.Form = formOf(st)
+	}
+	if d.OpForm.Role == "" {
+		d.OpForm.Role = string(parley.RoleAgent)
+	}
+	d.Operators, d.Me = ops, c.Operator.ID
+	return c.RenderStatus(status, d, errMsg)
+}
+
+// settingsSave applies the whole form through the service that serves
+// POST /admin/v1/brands/{id}/settings, so the rules are the same (D17): a
+// bad value changes nothing and is shown next to its field.
+func settingsSave(c *Ctx) error {
+	f := settingsForm{WindowStart: strings.TrimSpace(c.Form("window_start")), WindowEnd: strings.TrimSpace(c.Form("window_end")),
+		TimeZone: strings.TrimSpace(c.Form("time_zone")), CapMax: strings.TrimSpace(c.Form("cap_max")),
+		CapHours: strings.TrimSpace(c.Form("cap_hours")), SendRate: strings.TrimSpace(c.Form("send_rate"))}
+	u := parley.BrandSettingsUpdate{
+		SendingWindow: parley.Some(parley.SendingWindow{Start: f.WindowStart, End: f.WindowEnd}),
+		TimeZone:      parley.Some(f.TimeZone),
+		FrequencyCap:  parley.Null[parley.FrequencyCap](),
+		SendRate:      parley.Some(formFloat(f.SendRate)),
+	}
+	if f.CapMax != "" || f.CapHours != "" {
+		// Text that is no whole number reads as 0, which the service
+		// refuses with the API's own message.
+		u.FrequencyCap = parley.Some(parley.FrequencyCap{MaxMessages: formInt(f.CapMax), PerHours: formInt(f.CapHours)})
+	}
+	if _, err := c.Service.UpdateBrandSettings(c, c.BrandID(), u); err != nil {
+		if parley.ErrorCode(err) != parley.EValidation {
+			return err
+		}
+		d := settingsData{Form: f, Errors: map[string]string{fieldName(errField(err)): parley.ErrorMessage(err)}}
+		return c.renderSettings(http.StatusUnprocessableEntity, d, "The settings were not saved: see below.")
+	}
+	c.console.Logger.InfoContext(c, "console: brand settings changed", "brand_id", c.BrandID(),
+		"source", parley.SourceConsole, "operator", c.Operator.Email)
+	return c.Redirect("settings?done=saved")
+}
+
+// formInt reads a whole number; anything else is 0.
+func formInt(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// formFloat reads a number; anything else (the empty string too) is NaN,
+// which the service refuses.
+func formFloat(s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+// operatorsAction adds or removes an operator of the brand.
+func operatorsAction(c *Ctx) error {
+	switch c.Form("action") {
+	case "add":
+		return operatorAdd(c)
+	case "remove":
+		id, err := strconv.ParseInt(c.Form("id"), 10, 64)
+		if err != nil || id < 1 {
+			return parley.Errorf(parley.ENotFound, "There is no such operator.")
+		}
+		if err := c.Operators.Remove(c, c.BrandID(), c.Operator.ID, id); err != nil {
+			if parley.ErrorCode(err) == parley.EValidation {
+				return c.renderSettings(http.StatusUnprocessableEntity, settingsData{}, parley.ErrorMessage(err))
+			}
+			return err
+		}
+		c.console.Logger.InfoContext(c, "console: operator removed", "brand_id", c.BrandID(), "operator_id", id,
+			"source", parley.SourceConsole, "by", c.Operator.Email)
+		return c.Redirect("settings?done=removed")
+	}
+	return parley.Errorf(parley.EValidation, "Unknown action: press one of the page's buttons.")
+}
+
+func operatorAdd(c *Ctx) error {
+	f := operatorForm{Email: strings.TrimSpace(c.Form("email")), Role: c.Form("role")}
+	pw := c.Form("password")
+	op, err := c.Operators.Add(c, c.BrandID(), f.Email, parley.OperatorRole(f.Role), pw)
+	if err != nil {
+		switch parley.ErrorCode(err) {
+		case parley.EValidation, parley.EDuplicate:
+			field := errField(err)
+			if field == "" {
+				field = "email" // a taken email
+			}
+			d := settingsData{OpForm: f, OpErrors: map[string]string{field: parley.ErrorMessage(err)}}
+			status, _ := statusOf(parley.ErrorCode(err))
+			return c.renderSettings(status, d, "The operator was not added: see below.")
+		}
+		return err
+	}
+	c.console.Logger.InfoContext(c, "console: operator added", "brand_id", c.BrandID(), "operator_id", op.ID,
+		"role", op.Role, "source", parley.SourceConsole, "by", c.Operator.Email)
+	if pw != "" {
+		return c.Redirect("settings?done=added")
+	}
+	token, err := c.Operators.Link(c, op.Email)
+	if err != nil {
+		return err
+	}
+	// The link is shown once, so this answer is the page itself.
+	scheme := "http"
+	if c.R.TLS != nil {
+		scheme = "https"
+	}
+	d := settingsData{Link: scheme + "://" + c.R.Host + Prefix + "link?token=" + token, LinkEmail: op.Email}
+	return c.renderSettings(http.StatusCreated, d, "")
+}

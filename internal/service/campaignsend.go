@@ -1,0 +1,478 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/delivery"
+	"github.com/parleyhq/parley/internal/jobs"
+	"github.com/parleyhq/parley/internal/sendwindow"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Sending campaigns (D16, D17). A scheduler resolves each campaign once
+// when its send_at comes; the resolution queues one send job per campaign
+// (jobs.QueueCampaigns), which sends the campaign's messages a batch at a
+// time: claim (sending_at, in one statement), the sending window and
+// consent per recipient, one provider call for the batch, one transaction
+// for the batch's outcomes. Exactly once rests on the claim: a claimed
+// message is taken by no other batch; a claim whose outcome was never
+// written (the process died) is claimed again once stale, and sent again
+// only to an idempotent provider, else failed send_outcome_unknown, as a
+// single message is.
+
+// Defaults of the campaign sender.
+const (
+	// DefaultCampaignBatch is how many messages a batch takes without a
+	// send rate: large enough that the per-transaction costs (on
+	// PostgreSQL, the activity trigger's lock and a commit) are shared by
+	// many messages, small enough that a batch's transaction holds the
+	// writer for milliseconds, which a single message then waits for.
+	DefaultCampaignBatch = 500
+	// DefaultStaleClaim is how old a claim must be before it is taken for
+	// one whose sender died (see SetCampaigns).
+	DefaultStaleClaim = time.Minute
+	// maxCampaignAttempts bounds the provider calls for one message that
+	// fail temporarily, as DeliverMessageArgs does for single messages.
+	maxCampaignAttempts = 10
+	// analyzeAfter is how many messages a resolution writes before the
+	// planner's statistics of messages are refreshed (store.AnalyzeMessages).
+	analyzeAfter = 10000
+	// claimPoll is how often a sender looks again at claims in flight.
+	claimPoll = 100 * time.Millisecond
+	// batchSendConcurrency bounds the calls in flight for a provider that
+	// takes one message per call (Twilio).
+	batchSendConcurrency = 16
+)
+
+// CampaignMetrics observes the campaign sender (metrics.Metrics has it).
+type CampaignMetrics interface {
+	CampaignBatch(sent int)
+}
+
+// SetCampaigns tunes the campaign sender: the most messages a batch
+// takes (0: DefaultCampaignBatch) and how old a claim must be to be taken
+// for one whose sender died (0: DefaultStaleClaim). The stale age must
+// exceed a live batch's claim-to-outcome time by far: the job queue's
+// rescue delay is the natural value.
+func (s *Service) SetCampaigns(batch int, staleClaim time.Duration) {
+	s.campaignBatch, s.staleClaim = batch, staleClaim
+}
+
+// RunCampaignScheduler resolves due campaigns every interval until ctx
+// ends. Every worker node runs it: the resolution's guarded UPDATE lets
+// one node resolve each campaign.
+func (s *Service) RunCampaignScheduler(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := s.ResolveDueCampaigns(ctx); err != nil && ctx.Err() == nil {
+			s.logger.Warn("campaigns: resolving due campaigns", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ResolveDueCampaigns resolves the campaigns whose send_at has come by
+// the store's clock (D16) and returns how many it resolved. Each one's
+// resolution, its campaign.started event and its send job commit in one
+// transaction; a campaign another node resolved first is skipped.
+func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
+	due, err := s.db.DueCampaigns(ctx, s.db.Now(), 16)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range due {
+		s.logger.Info("campaign: resolving", "brand_id", c.BrandID, "campaign_id", c.ID)
+		err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+			written, err := tx.ResolveCampaign(ctx, c, store.Audience{SegmentID: c.SegmentID})
+			if err != nil {
+				return err
+			}
+			c.Stats.Queued = written
+			s.jobsOf(tx).Campaign(c.BrandID, c.ID)
+			return s.emit(ctx, tx, c.BrandID, parley.EventCampaignStarted, c)
+		})
+		switch {
+		case errors.Is(err, store.ErrCampaignNotScheduled): // another node, or canceled
+		case errors.Is(err, store.ErrNotFound):
+			s.logger.Warn("campaigns: campaign or segment not found", "brand_id", c.BrandID, "campaign_id", c.ID)
+		case err != nil:
+			return n, err
+		default:
+			n++
+			s.logger.Info("campaign started", "brand_id", c.BrandID, "campaign_id", c.ID, "messages", c.Stats.Queued,
+				"recipients", c.Stats.Recipients)
+			if c.Stats.Queued >= analyzeAfter {
+				if err := s.db.AnalyzeMessages(ctx); err != nil {
+					s.logger.Warn("campaigns: analyze after a large resolution", "error", err)
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
+func (s *Service) campaignBatchSize() int {
+	if s.campaignBatch > 0 {
+		return s.campaignBatch
+	}
+	return DefaultCampaignBatch
+}
+
+func (s *Service) staleClaimAge() time.Duration {
+	if s.staleClaim > 0 {
+		return s.staleClaim
+	}
+	return DefaultStaleClaim
+}
+
+// campaignFail is a message of a batch that fails, and why.
+type campaignFail struct {
+	id, userID  int64
+	code, msg   string
+	unsubscribe bool // the carrier reports an opt-out: consent becomes false
+}
+
+// SendCampaignBatch implements jobs.CampaignSender: it sends one batch of
+// the brand's campaign, completes the campaign when nothing of it is
+// queued any more, and says how long to wait when nothing can go now.
+func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int64) (jobs.CampaignProgress, error) {
+	c, err := s.db.FindCampaign(ctx, brandID, campaignID)
+	if errors.Is(err, store.ErrNotFound) {
+		return jobs.CampaignProgress{Done: true}, nil
+	}
+	if err != nil {
+		return jobs.CampaignProgress{}, err
+	}
+	set, err := s.db.BrandSettings(ctx, brandID)
+	if err != nil {
+		return jobs.CampaignProgress{}, err
+	}
+	window, err := sendwindow.ParseWindow(set.SendingWindow.Start, set.SendingWindow.End)
+	if err != nil {
+		return jobs.CampaignProgress{}, err // settings are checked when saved
+	}
+	brand, err := s.db.FindBrand(ctx, brandID)
+	if err != nil {
+		return jobs.CampaignProgress{}, err
+	}
+	// The campaign's media are every message's: looked up once a batch.
+	var mediaURLs []string
+	mediaGone := ""
+	for _, id := range c.MediaItemUUIDs {
+		f, err := s.FindFileByID(ctx, brandID, id)
+		if parley.ErrorCode(err) == parley.ENotFound {
+			mediaGone = id
+			break
+		}
+		if err != nil {
+			return jobs.CampaignProgress{}, err
+		}
+		mediaURLs = append(mediaURLs, s.publicURL+s.MediaURLPath(f, s.db.Now().Add(24*time.Hour)))
+	}
+	idempotent := isIdempotent(s.provider)
+
+	var (
+		batch []store.CampaignRecipient
+		prog  jobs.CampaignProgress
+	)
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+		batch, prog = nil, jobs.CampaignProgress{}
+		if idempotent {
+			if err := tx.RelaxCommit(ctx); err != nil {
+				return err
+			}
+		}
+		now := tx.Now()
+		limit := s.campaignBatchSize()
+		var pace *reservation
+		if set.SendRate > 0 {
+			next, err := tx.LockPacing(ctx, brandID)
+			if err != nil {
+				return err
+			}
+			r := reserve(now, next, set.SendRate, limit, false)
+			if r.n == 0 {
+				prog.Wait = r.wait
+				return nil
+			}
+			limit, pace = r.n, &r
+		}
+		provider := ""
+		if !idempotent {
+			provider = s.provider.Name() // as MarkSending records it
+		}
+		fresh, err := tx.ClaimCampaignMessages(ctx, brandID, c.ID, limit, provider)
+		if err != nil {
+			return err
+		}
+		// Stale claims (a dead sender's) are looked for only once nothing
+		// else can go: the search reads every queued message of the
+		// campaign, which each batch cannot afford; they go last.
+		var stale []store.CampaignRecipient
+		if len(fresh) == 0 {
+			if stale, err = tx.ClaimStaleCampaignMessages(ctx, brandID, c.ID, now.Add(-s.staleClaimAge()), limit); err != nil {
+				return err
+			}
+		}
+		if len(stale)+len(fresh) == 0 {
+			return s.campaignIdle(ctx, tx, c, &prog)
+		}
+		recipients := append(stale, fresh...)
+		isStale := make(map[int64]bool, len(stale))
+		for _, r := range stale {
+			isStale[r.MessageID] = true
+		}
+		var fails []campaignFail
+		holds := map[time.Time][]int64{}
+		for _, r := range recipients {
+			fail := func(code, msg string) {
+				fails = append(fails, campaignFail{id: r.MessageID, userID: r.UserID, code: code, msg: msg})
+			}
+			if isStale[r.MessageID] {
+				// Its batch may have reached the provider before the sender
+				// died: only an idempotent provider may be asked again.
+				if !idempotent {
+					fail(CodeOutcomeUnknown, "A previous send attempt was interrupted; it may or may not have been sent.")
+				} else {
+					batch = append(batch, r)
+				}
+				continue
+			}
+			switch {
+			case r.Deleted:
+				fail(CodeRecipientGone, "The recipient was deleted.")
+			case r.Consent != nil && !*r.Consent:
+				fail(CodeUnsubscribed, "The recipient has opted out of messages.")
+			case mediaGone != "":
+				fail(CodeMediaGone, "Media item "+mediaGone+" no longer exists.")
+			case c.Type == parley.TypeMarketing:
+				open, err := sendwindow.NextOpening(now, sendwindow.Zones(r.ZipZone, r.To, set.TimeZone),
+					sendwindow.State(r.StateCode, r.To), window, s.usSendingRules)
+				switch {
+				case errors.Is(err, sendwindow.ErrNoOpening):
+					fail(CodeOutsideWindow, "The sending window never opens in the recipient's local time.")
+				case err != nil:
+					return err
+				case open.After(now):
+					holds[open] = append(holds[open], r.MessageID)
+				default:
+					batch = append(batch, r)
+				}
+			default:
+				batch = append(batch, r)
+			}
+		}
+		for until, ids := range holds {
+			if err := tx.HoldCampaignMessages(ctx, brandID, ids, until); err != nil {
+				return err
+			}
+		}
+		if err := s.failCampaignMessages(ctx, tx, brandID, fails); err != nil {
+			return err
+		}
+		if pace != nil && len(batch) > 0 {
+			return tx.SetPacing(ctx, brandID, pace.start.Add(span(len(batch), set.SendRate)))
+		}
+		return nil
+	})
+	if err != nil || len(batch) == 0 {
+		return prog, err
+	}
+
+	msgs := make([]delivery.Message, len(batch))
+	for i, r := range batch {
+		msgs[i] = delivery.Message{ID: r.MessageID, BrandID: brandID, From: brand.PhoneNumber, To: r.To, Body: c.Body, MediaURLs: mediaURLs}
+	}
+	start := time.Now()
+	results := s.sendBatch(ctx, msgs)
+	s.observeCall("batch", time.Since(start))
+
+	var (
+		sent  []store.Sent
+		fails []campaignFail
+		temp  []int64
+	)
+	for i, res := range results {
+		r := batch[i]
+		var perr *delivery.Error
+		switch {
+		case res.Err == nil:
+			sent = append(sent, store.Sent{MessageID: r.MessageID, ProviderID: res.Receipt.ProviderID})
+		case errors.As(res.Err, &perr) && perr.Unsubscribed:
+			fails = append(fails, campaignFail{id: r.MessageID, userID: r.UserID, code: CodeUnsubscribed,
+				msg: "The carrier reports that the recipient has opted out.", unsubscribe: true})
+		case errors.As(res.Err, &perr) && !perr.Temporary:
+			fails = append(fails, campaignFail{id: r.MessageID, userID: r.UserID, code: perr.Code, msg: perr.Message})
+		default:
+			temp = append(temp, r.MessageID)
+		}
+	}
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+		if idempotent {
+			if err := tx.RelaxCommit(ctx); err != nil {
+				return err
+			}
+		}
+		moved, err := tx.MarkSentMany(ctx, brandID, s.provider.Name(), sent)
+		if err != nil {
+			return err
+		}
+		tx.AfterCommit(func() {
+			for range moved {
+				s.observeTransition(parley.StatusSent)
+			}
+			if m, ok := s.metrics.(CampaignMetrics); ok {
+				m.CampaignBatch(len(moved))
+			}
+		})
+		if err := s.emitMany(ctx, tx, brandID, parley.EventMessageSent, moved); err != nil {
+			return err
+		}
+		// A temporary refusal puts the message back for a later batch,
+		// until its attempts run out.
+		attempts, err := tx.MessageAttempts(ctx, brandID, temp)
+		if err != nil {
+			return err
+		}
+		var retry []int64
+		fails := fails
+		for _, id := range temp {
+			if attempts[id] >= maxCampaignAttempts {
+				fails = append(fails, campaignFail{id: id, code: "provider_unavailable", msg: "The provider did not take the message after repeated attempts."})
+			} else {
+				retry = append(retry, id)
+			}
+		}
+		if err := tx.ReleaseCampaignMessages(ctx, brandID, retry); err != nil {
+			return err
+		}
+		return s.failCampaignMessages(ctx, tx, brandID, fails)
+	})
+	if err != nil {
+		return jobs.CampaignProgress{}, err
+	}
+	prog.Sent = len(sent)
+	if len(temp) > 0 {
+		prog.Wait = time.Second // the provider is struggling: back off a little
+	}
+	return prog, nil
+}
+
+// campaignIdle decides, when a batch found nothing to claim, whether the
+// campaign is done (completing it when nothing is queued) or how long to
+// wait: for messages held for their window, or for claims in flight to
+// finish or go stale.
+func (s *Service) campaignIdle(ctx context.Context, tx *store.Tx, c *parley.Campaign, prog *jobs.CampaignProgress) error {
+	q, err := tx.CampaignQueueState(ctx, c.BrandID, c.ID)
+	if err != nil {
+		return err
+	}
+	now := tx.Now()
+	sending := c.Status == parley.CampaignSending
+	switch {
+	case q.Queued == 0:
+		prog.Done = true
+		if !sending {
+			return nil
+		}
+		ok, err := tx.CompleteCampaign(ctx, c.BrandID, c.ID)
+		if err != nil || !ok {
+			return err
+		}
+		at := parley.NewTime(now)
+		c.Status, c.CompletedAt = parley.CampaignCompleted, &at
+		stats, err := s.db.CampaignStats(ctx, c.BrandID, c.ID) // every message's outcome has committed
+		if err != nil {
+			return err
+		}
+		c.Stats = *stats
+		tx.AfterCommit(func() {
+			s.logger.Info("campaign completed", "brand_id", c.BrandID, "campaign_id", c.ID, "sent", stats.Sent+stats.Delivered+stats.Undelivered)
+		})
+		return s.emit(ctx, tx, c.BrandID, parley.EventCampaignCompleted, c)
+	case !sending && q.Claimed == 0:
+		prog.Done = true // canceled: its unclaimed messages failed with the cancel
+		return nil
+	}
+	wait := time.Duration(0)
+	if q.Claimed > 0 {
+		// Claims in flight: another sender's batch, which will be written
+		// in a moment, or a dead sender's, stale at the latest then.
+		wait = min(q.OldestClaim.Add(s.staleClaimAge()).Sub(now), claimPoll)
+	}
+	if sending && !q.NextHeld.IsZero() && (wait == 0 || q.NextHeld.Sub(now) < wait) {
+		wait = q.NextHeld.Sub(now)
+	}
+	prog.Wait = max(wait, 10*time.Millisecond)
+	return nil
+}
+
+// failCampaignMessages fails messages of a batch, each with its event,
+// and records the carrier's opt-outs on their users.
+func (s *Service) failCampaignMessages(ctx context.Context, tx *store.Tx, brandID int64, fails []campaignFail) error {
+	for _, f := range fails {
+		code, msg := f.code, f.msg
+		ok, err := s.transition(ctx, tx, brandID, f.id, store.Transition{Status: parley.StatusFailed, At: tx.Now(), ErrorCode: &code, ErrorMessage: &msg})
+		if err != nil {
+			return err
+		}
+		if ok && f.unsubscribe {
+			if err := s.setConsent(ctx, tx, brandID, f.userID, false, parley.SourceCarrier, s.provider.Name()+":"+code, f.id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// emitMany emits typ for each of the brand's messages ids, reading them
+// only when an endpoint takes typ.
+func (s *Service) emitMany(ctx context.Context, tx *store.Tx, brandID int64, typ string, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	hooks, err := s.hooksFor(ctx, tx, brandID, typ)
+	if err != nil || len(hooks) == 0 {
+		return err
+	}
+	msgs, err := tx.FindMessages(ctx, brandID, ids)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if err := s.emitTo(ctx, tx, brandID, typ, hooks, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendBatch hands msgs to the provider: in one call when it takes
+// batches, else batchSendConcurrency calls at a time.
+func (s *Service) sendBatch(ctx context.Context, msgs []delivery.Message) []delivery.Result {
+	if b, ok := s.provider.(delivery.BatchSender); ok {
+		return b.SendBatch(ctx, msgs)
+	}
+	out := make([]delivery.Result, len(msgs))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, batchSendConcurrency)
+	for i, m := range msgs {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			out[i].Receipt, out[i].Err = s.provider.Send(ctx, m)
+		})
+	}
+	wg.Wait()
+	return out
+}

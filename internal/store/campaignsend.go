@@ -1,0 +1,486 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley"
+)
+
+// The campaign sender's statements (D16, D17). A campaign's messages are
+// claimed a batch at a time by setting sending_at: a claimed message is
+// out of the sender's work list and out of a cancel's reach (the cancel
+// fails only messages with sending_at IS NULL), so nobody else sends or
+// cancels it while its batch is with the provider.
+
+// DueCampaigns returns up to limit campaigns whose send_at has come and
+// that are still scheduled, earliest first (campaigns_due).
+func (db *DB) DueCampaigns(ctx context.Context, now time.Time, limit int) ([]*parley.Campaign, error) {
+	rows, err := db.query(ctx, `SELECT `+campaignColumns+` FROM campaigns WHERE status = 'scheduled' AND send_at <= ?
+	ORDER BY send_at LIMIT ?`, micros(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: due campaigns: %w", err)
+	}
+	return collect(rows, scanCampaign)
+}
+
+// FindCampaign is DB.FindCampaign inside tx.
+func (tx *Tx) FindCampaign(ctx context.Context, brandID, id int64) (*parley.Campaign, error) {
+	c, err := scanCampaign(tx.queryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns WHERE brand_id = ? AND id = ?`,
+		brandID, id).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return c, err
+}
+
+// CampaignRecipient is what sending one claimed campaign message needs
+// about its recipient.
+type CampaignRecipient struct {
+	MessageID, UserID int64
+	To                string
+	Deleted           bool
+	Consent           *bool
+	// ZipZone (location.time_zone) and StateCode, "" when unknown: where
+	// the sending window is measured (D17).
+	ZipZone, StateCode string
+}
+
+// claimUpdate is the statement that claims the rows a SELECT picks:
+// `UPDATE messages SET <set> WHERE id IN (<pick>) AND <recheck>`. On
+// PostgreSQL the pick is a materialized CTE with FOR UPDATE SKIP LOCKED:
+// two senders of one campaign (a rescued job beside a slow one) take
+// different rows instead of queueing on the same ones, and the LIMIT is
+// applied once (as an IN subquery, PostgreSQL may run it again per row
+// and claim more than the batch). SQLite has one writer and needs none.
+//
+// It returns each claimed message's recipient (claimedRecipient): the
+// claim and the read of what sending needs are one statement, which the
+// profile of a 100,000-message campaign on SQLite asked for (a second
+// query by the claimed ids cost as much as the claim).
+func (tx *Tx) claimUpdate(set, pick, recheck string) string {
+	if tx.db.engine == "postgres" {
+		// A join, where SQLite needs the subqueries of claimedRecipient.
+		return `WITH pick AS MATERIALIZED (` + pick + ` FOR UPDATE SKIP LOCKED),
+	claimed AS (UPDATE messages SET ` + set + ` FROM pick WHERE messages.id = pick.id AND ` + recheck + `
+		RETURNING messages.id, messages.user_id)
+	SELECT c.id, c.user_id, u.phone_number, u.is_deleted, u.messaging_consent, COALESCE(u.time_zone, ''),
+	COALESCE(u.state_code, '') FROM claimed c JOIN users u ON u.id = c.user_id`
+	}
+	return `UPDATE messages SET ` + set + ` WHERE id IN (` + pick + `) AND ` + recheck + ` RETURNING ` + claimedRecipient
+}
+
+// claimedRecipient is what a claim returns of each message: scalar
+// subqueries, as SQLite's RETURNING names only the updated table.
+const claimedRecipient = `messages.id, messages.user_id,
+	(SELECT u.phone_number FROM users u WHERE u.id = messages.user_id),
+	(SELECT u.is_deleted FROM users u WHERE u.id = messages.user_id),
+	(SELECT u.messaging_consent FROM users u WHERE u.id = messages.user_id),
+	(SELECT COALESCE(u.time_zone, '') FROM users u WHERE u.id = messages.user_id),
+	(SELECT COALESCE(u.state_code, '') FROM users u WHERE u.id = messages.user_id)`
+
+// collectRecipients reads the rows of claimedRecipient, in id order.
+func collectRecipients(rows *sql.Rows) ([]CampaignRecipient, error) {
+	defer rows.Close()
+	var out []CampaignRecipient
+	for rows.Next() {
+		var r CampaignRecipient
+		var consent sql.NullBool
+		if err := rows.Scan(&r.MessageID, &r.UserID, &r.To, &r.Deleted, &consent, &r.ZipZone, &r.StateCode); err != nil {
+			return nil, err
+		}
+		r.Consent = nullBool(consent)
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b CampaignRecipient) int { return cmp.Compare(a.MessageID, b.MessageID) })
+	return out, rows.Err()
+}
+
+// ClaimCampaignMessages claims up to limit of the campaign's queued,
+// unclaimed messages that are due (not held past now), in the order of
+// messages_campaign_queue, by setting sending_at to now — only while the
+// campaign is sending — and returns their recipients, in id order. provider, when not empty,
+// is recorded as MarkSending does (a provider that is not idempotent).
+func (tx *Tx) ClaimCampaignMessages(ctx context.Context, brandID, campaignID int64, limit int, provider string) ([]CampaignRecipient, error) {
+	now := micros(tx.now)
+	q := tx.claimUpdate(`sending_at = ?, attempts = attempts + 1, provider = COALESCE(?, provider)`,
+		`SELECT id FROM messages WHERE campaign_id = ? AND status = 'queued' AND COALESCE(scheduled_at, 0) <= ?
+		AND sending_at IS NULL AND brand_id = ?
+		AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ? AND c.status = 'sending')
+		ORDER BY COALESCE(scheduled_at, 0), id LIMIT ?`,
+		`messages.status = 'queued' AND messages.sending_at IS NULL`)
+	set := []any{now, nullIfEmpty(provider)}
+	pick := []any{campaignID, now, brandID, campaignID, limit}
+	rows, err := tx.query(ctx, q, tx.claimArgs(set, pick)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: claim campaign messages: %w", err)
+	}
+	return collectRecipients(rows)
+}
+
+// ClaimStaleCampaignMessages claims again up to limit of the campaign's
+// messages that a sender claimed at or before staleBefore and left queued: its
+// process died between the claim and the write of the outcome. It sets
+// sending_at to now and returns their recipients, whatever the campaign's status
+// (a canceled campaign's claimed messages may have reached the provider).
+func (tx *Tx) ClaimStaleCampaignMessages(ctx context.Context, brandID, campaignID int64, staleBefore time.Time, limit int) ([]CampaignRecipient, error) {
+	q := tx.claimUpdate(`sending_at = ?, attempts = attempts + 1`,
+		`SELECT id FROM messages WHERE campaign_id = ? AND status = 'queued' AND sending_at <= ? AND brand_id = ?
+		ORDER BY COALESCE(scheduled_at, 0), id LIMIT ?`,
+		`messages.status = 'queued' AND messages.sending_at IS NOT NULL`)
+	rows, err := tx.query(ctx, q, tx.claimArgs([]any{micros(tx.now)},
+		[]any{campaignID, micros(staleBefore), brandID, limit})...)
+	if err != nil {
+		return nil, fmt.Errorf("store: claim stale campaign messages: %w", err)
+	}
+	return collectRecipients(rows)
+}
+
+// claimArgs orders the arguments of claimUpdate's statement: the pick's
+// first on PostgreSQL (its CTE comes first), the SET's first on SQLite.
+func (tx *Tx) claimArgs(set, pick []any) []any {
+	if tx.db.engine == "postgres" {
+		return append(append([]any{}, pick...), set...)
+	}
+	return append(append([]any{}, set...), pick...)
+}
+
+func collectIDs(rows *sql.Rows) ([]int64, error) {
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// inList returns "(?, ?, …)" for n values and the values as arguments.
+func inList(ids []int64) (string, []any) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return `(?` + strings.Repeat(", ?", len(ids)-1) + `)`, args
+}
+
+// HoldCampaignMessages puts claimed messages back in the work list, held
+// until until (D17's next opening): scheduled_at records it, the claim
+// and its attempt are undone.
+func (tx *Tx) HoldCampaignMessages(ctx context.Context, brandID int64, ids []int64, until time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	in, args := inList(ids)
+	_, err := tx.exec(ctx, `UPDATE messages SET scheduled_at = ?, sending_at = NULL, attempts = attempts - 1, provider = NULL
+	WHERE +brand_id = ? AND status = 'queued' AND id IN `+in, append([]any{micros(until), brandID}, args...)...)
+	if err != nil {
+		return fmt.Errorf("store: hold campaign messages: %w", err)
+	}
+	return nil
+}
+
+// ReleaseCampaignMessages undoes the claim of messages the provider did
+// not take (a temporary error), so a later batch sends them again.
+func (tx *Tx) ReleaseCampaignMessages(ctx context.Context, brandID int64, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	in, args := inList(ids)
+	_, err := tx.exec(ctx, `UPDATE messages SET sending_at = NULL, provider = NULL
+	WHERE +brand_id = ? AND status = 'queued' AND id IN `+in, append([]any{brandID}, args...)...)
+	if err != nil {
+		return fmt.Errorf("store: release campaign messages: %w", err)
+	}
+	return nil
+}
+
+// MessageAttempts returns the attempts count of the brand's messages.
+func (tx *Tx) MessageAttempts(ctx context.Context, brandID int64, ids []int64) (map[int64]int, error) {
+	out := map[int64]int{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	in, args := inList(ids)
+	rows, err := tx.query(ctx, `SELECT id, attempts FROM messages WHERE +brand_id = ? AND id IN `+in, append([]any{brandID}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: message attempts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
+// Sent is a message the provider took, with the provider's id for it.
+type Sent struct {
+	MessageID  int64
+	ProviderID string
+}
+
+// MarkSentMany moves the brand's queued messages in sent to sent at the
+// transaction's time, recording the provider and each provider id, in
+// one statement, and returns the ids it moved (a message no longer
+// queued is left alone, as TransitionMessage does).
+func (tx *Tx) MarkSentMany(ctx context.Context, brandID int64, provider string, sent []Sent) ([]int64, error) {
+	if len(sent) == 0 {
+		return nil, nil
+	}
+	var q strings.Builder
+	// VALUES columns are column1, column2 on both engines; the casts type
+	// PostgreSQL's parameters, which it would otherwise read as text.
+	q.WriteString(`UPDATE messages SET status = 'sent', error_code = NULL, error_message = NULL, date_sent = ?,
+	provider = ?, provider_id = v.column2
+	FROM (VALUES `)
+	args := make([]any, 0, 3+2*len(sent))
+	args = append(args, micros(tx.now), provider)
+	for i, s := range sent {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(`(CAST(? AS BIGINT), CAST(? AS TEXT))`)
+		args = append(args, s.MessageID, s.ProviderID)
+	}
+	// The unary + keeps SQLite from walking the brand's index of messages
+	// and probing v for each (it did, once the campaign's messages were
+	// there: every batch read all the brand's messages); it does nothing
+	// on PostgreSQL.
+	// The id list besides the join gives PostgreSQL the primary key's
+	// index to start from, whatever it guesses of the VALUES.
+	in, idArgs := inList(ids(sent))
+	q.WriteString(`) AS v WHERE messages.id = v.column1 AND messages.id IN ` + in + ` AND +messages.brand_id = ?
+	AND messages.status = 'queued' RETURNING messages.id`)
+	args = append(append(args, idArgs...), brandID)
+	rows, err := tx.query(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: mark sent: %w", err)
+	}
+	return collectIDs(rows)
+}
+
+func ids(sent []Sent) []int64 {
+	out := make([]int64, len(sent))
+	for i, s := range sent {
+		out[i] = s.MessageID
+	}
+	return out
+}
+
+// TransitionMany is TransitionMessage for many of the brand's messages
+// with the same change, in one statement; it returns the ids it moved.
+// t.ProviderID and t.Provider are not recorded.
+func (tx *Tx) TransitionMany(ctx context.Context, brandID int64, ids []int64, t Transition) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	from := parley.StatusFrom(t.Status)
+	if len(from) == 0 {
+		return nil, fmt.Errorf("store: no transition to %q", t.Status)
+	}
+	args := []any{t.Status, toNullString(t.ErrorCode), toNullString(t.ErrorMessage)}
+	at := micros(t.At)
+	set := `status = ?, error_code = ?, error_message = ?`
+	switch t.Status {
+	case parley.StatusSent:
+		set += `, date_sent = ?`
+		args = append(args, at)
+	case parley.StatusDelivered:
+		set += `, date_sent = COALESCE(date_sent, ?), date_delivered = ?`
+		args = append(args, at, at)
+	}
+	in, idArgs := inList(ids)
+	args = append(args, brandID)
+	args = append(args, idArgs...)
+	for _, f := range from {
+		args = append(args, f)
+	}
+	rows, err := tx.query(ctx, `UPDATE messages SET `+set+` WHERE +brand_id = ? AND id IN `+in+
+		` AND status IN (?`+strings.Repeat(", ?", len(from)-1)+`) RETURNING id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: transition messages: %w", err)
+	}
+	return collectIDs(rows)
+}
+
+// FindMessages returns the brand's messages ids, in id order.
+func (tx *Tx) FindMessages(ctx context.Context, brandID int64, ids []int64) ([]*parley.Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	in, args := inList(ids)
+	rows, err := tx.query(ctx, `SELECT `+messageColumns+` FROM messages WHERE +brand_id = ? AND id IN `+in+` ORDER BY id`,
+		append([]any{brandID}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: find messages: %w", err)
+	}
+	return collect(rows, scanMessage)
+}
+
+// Reported is an outbound message a provider's status report names.
+//
+// Statements that name messages by a list of ids write the brand test
+// as +brand_id: it keeps the planners (PostgreSQL's with statistics taken
+// before a campaign's rows existed, measured) from reading the brand's
+// index and filtering the list, which grows with every batch, instead of
+// looking the ids up by primary key.
+type Reported struct {
+	ID, BrandID, UserID int64
+	Status              string
+	Provider            string // "" while no send is recorded
+	ProviderID          string
+}
+
+// ReportedByIDs returns the outbound messages ids, keyed by id: the
+// messages of reports that carry Parley's id (the simulator's). The
+// primary key finds them whatever the planner thinks of the table.
+func (db *DB) ReportedByIDs(ctx context.Context, ids []int64) (map[int64]*Reported, error) {
+	out := map[int64]*Reported{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	in, args := inList(ids)
+	rows, err := db.query(ctx, reportedColumns+` WHERE id IN `+in+` AND direction = 'outbound'`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: find reported: %w", err)
+	}
+	rs, err := collectReported(rows)
+	for _, r := range rs {
+		out[r.ID] = r
+	}
+	return out, err
+}
+
+// ReportedByProviderIDs returns the messages of provider named by
+// providerIDs, keyed by provider id.
+func (db *DB) ReportedByProviderIDs(ctx context.Context, provider string, providerIDs []string) (map[string]*Reported, error) {
+	out := map[string]*Reported{}
+	if len(providerIDs) == 0 {
+		return out, nil
+	}
+	args := make([]any, 0, 1+len(providerIDs))
+	args = append(args, provider)
+	for _, p := range providerIDs {
+		args = append(args, p)
+	}
+	rows, err := db.query(ctx, reportedColumns+` WHERE provider = ? AND provider_id IN (?`+strings.Repeat(", ?", len(providerIDs)-1)+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: find reported: %w", err)
+	}
+	rs, err := collectReported(rows)
+	for _, r := range rs {
+		out[r.ProviderID] = r
+	}
+	return out, err
+}
+
+const reportedColumns = `SELECT id, brand_id, user_id, status, COALESCE(provider, ''), COALESCE(provider_id, '') FROM messages`
+
+func collectReported(rows *sql.Rows) ([]*Reported, error) {
+	defer rows.Close()
+	var out []*Reported
+	for rows.Next() {
+		var r Reported
+		if err := rows.Scan(&r.ID, &r.BrandID, &r.UserID, &r.Status, &r.Provider, &r.ProviderID); err != nil {
+			return nil, fmt.Errorf("store: find reported: %w", err)
+		}
+		out = append(out, &r)
+	}
+	return out, rows.Err()
+}
+
+// CampaignQueue is what is left in a campaign's work list.
+type CampaignQueue struct {
+	Queued int64 // messages still queued, claimed or not
+	// Claimed of them are with a sender; OldestClaim is the earliest claim.
+	Claimed     int64
+	OldestClaim time.Time
+	// NextHeld is the earliest scheduled_at of the unclaimed ones held for
+	// their window (zero when none).
+	NextHeld time.Time
+}
+
+// CampaignQueueState reads the campaign's work list (messages_campaign_queue).
+func (tx *Tx) CampaignQueueState(ctx context.Context, brandID, campaignID int64) (CampaignQueue, error) {
+	var q CampaignQueue
+	var oldest, held sql.NullInt64
+	err := tx.queryRow(ctx, `SELECT count(*), coalesce(sum(CASE WHEN sending_at IS NULL THEN 0 ELSE 1 END), 0),
+	min(sending_at), min(CASE WHEN sending_at IS NULL THEN scheduled_at END)
+	FROM messages WHERE campaign_id = ? AND status = 'queued' AND brand_id = ?`, campaignID, brandID).Scan(
+		&q.Queued, &q.Claimed, &oldest, &held)
+	if err != nil {
+		return q, fmt.Errorf("store: campaign queue: %w", err)
+	}
+	if oldest.Valid {
+		q.OldestClaim = fromMicros(oldest.Int64)
+	}
+	if held.Valid {
+		q.NextHeld = fromMicros(held.Int64)
+	}
+	return q, nil
+}
+
+// CompleteCampaign moves the brand's sending campaign to completed at the
+// transaction's time when none of its messages is queued any more; false
+// when it is not sending or still has queued messages. Guarded, so the
+// campaign completes once however many senders try.
+func (tx *Tx) CompleteCampaign(ctx context.Context, brandID, campaignID int64) (bool, error) {
+	res, err := tx.exec(ctx, `UPDATE campaigns SET status = 'completed', completed_at = ?
+	WHERE brand_id = ? AND id = ? AND status = 'sending'
+	AND NOT EXISTS (SELECT 1 FROM messages WHERE campaign_id = ? AND status = 'queued')`,
+		micros(tx.now), brandID, campaignID, campaignID)
+	if err != nil {
+		return false, fmt.Errorf("store: complete campaign: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// AnalyzeMessages refreshes PostgreSQL's statistics of messages after a
+// campaign's resolution wrote many rows at once. Until autovacuum comes
+// round (a minute or more; never where it is off), the planner takes the
+// campaign's 100,000 queued messages for the handful it last counted and
+// plans each batch's statements as nested loops over the whole table:
+// measured, a batch's write of its sends took seconds instead of
+// milliseconds. SQLite's plans did not need it.
+func (db *DB) AnalyzeMessages(ctx context.Context) error {
+	if db.engine != "postgres" {
+		return nil
+	}
+	if _, err := db.write.ExecContext(ctx, `ANALYZE messages`); err != nil {
+		return fmt.Errorf("store: analyze messages: %w", err)
+	}
+	return nil
+}
+
+// RelaxCommit lets PostgreSQL commit tx without waiting for the disk
+// (synchronous_commit off, for this transaction only); SQLite ignores it.
+// Only for writes whose loss in a crash is repaired by what follows:
+// a campaign batch's claim and sent write for an idempotent provider (a
+// lost one leaves the messages to be claimed and sent again, which that
+// provider absorbs). The next synchronous commit — the simulator's
+// ledger insert of the next batch — writes the WAL up to itself, so the
+// relaxed commits before it are on disk then too.
+func (tx *Tx) RelaxCommit(ctx context.Context) error {
+	if tx.db.engine != "postgres" {
+		return nil
+	}
+	if _, err := tx.exec(ctx, `SET LOCAL synchronous_commit TO OFF`); err != nil {
+		return fmt.Errorf("store: relax commit: %w", err)
+	}
+	return nil
+}

@@ -1,15 +1,19 @@
 package console_test
 
 import (
+	"bytes"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/app"
 )
 
 // fieldForm is a whole, valid create form; tests change one field.
@@ -134,7 +138,8 @@ func TestFieldsAccess(t *testing.T) {
 // and an unchecked box turns its flag off.
 func TestFieldsRoundTrip(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	logs := new(lockedBuffer)
+	e := newEnv(t, func(c *app.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
 	w := e.signedIn(t, "admin@a.example")
 	if pg := w.get("/console/fields"); pg.Status != 200 || !strings.Contains(pg.Body, "No custom data fields yet.") {
 		t.Fatalf("empty list: %d\n%s", pg.Status, pg.Body)
@@ -207,6 +212,33 @@ func TestFieldsRoundTrip(t *testing.T) {
 	if b, _ := e.B.ListCustomFields(e.Ctx); len(b) != 0 {
 		t.Errorf("brand B has fields: %+v", b)
 	}
+	// Each change is logged as the console's, by the operator.
+	for _, msg := range []string{"console: custom data field created", "console: custom data field changed"} {
+		if !strings.Contains(logs.String(), `"msg":"`+msg+`","brand_id":`+itoa(e.BrandA.ID)+`,"field_id":`+itoa(got.ID)) {
+			t.Errorf("no log %q of the field\n%s", msg, logs)
+		}
+	}
+	if n := strings.Count(logs.String(), `"source":"console","operator":"admin@a.example"`); n != 5 {
+		t.Errorf("%d changes logged with source console and the operator, want 5\n%s", n, logs)
+	}
+}
+
+// lockedBuffer is a log sink the server's goroutines share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func sameField(a, b *parley.CustomField) bool {

@@ -422,7 +422,7 @@ func segmentSave(c *Ctx) error {
 	if err == nil && action != "count" {
 		o := parley.Origin{Source: parley.SourceConsole, Detail: c.Operator.Email}
 		if seg == nil {
-			seg, err = c.Service.CreateSegment(c, o, c.BrandID(), &parley.Segment{Name: d.Form.Name,
+			seg, err = c.Service.CreateSegment(c, o, c.BrandID(), &parley.Segment{Name: d.Form.Name, IsActive: true, Source: parley.SourceUserDefined,
 				Description: d.Form.Description, Type: d.Form.Type, Criteria: criteria})
 		} else {
 			_, err = c.Service.UpdateSegment(c, o, c.BrandID(), seg.ID, parley.SegmentUpdate{Name: parley.Some(d.Form.Name),

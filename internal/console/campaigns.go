@@ -208,6 +208,14 @@ func (d campaignData) Pending() bool {
 	return st == parley.CampaignScheduled || st == parley.CampaignSending
 }
 
+// Live reports whether the progress may still change: the campaign is
+// scheduled or sending, or messages handed to the provider await their
+// delivery report (a campaign completes once every message is handed
+// over, D16, and its stats keep moving after that).
+func (d campaignData) Live() bool {
+	return d.Pending() || d.Campaign.Stats.Queued+d.Campaign.Stats.Sent > 0
+}
+
 // Local shows t in the brand's zone.
 func (d campaignData) Local(t time.Time) string {
 	return t.In(d.Zone).Format("2006-01-02 15:04 MST")

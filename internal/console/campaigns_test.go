@@ -45,6 +45,9 @@ func TestCampaignForm(t *testing.T) {
 		!strings.Contains(p.Body, ">Everyone</option>") || strings.Contains(p.Body, ">Old</option>") || strings.Contains(p.Body, "Theirs") {
 		t.Errorf("the form:\n%s", p.Body)
 	}
+	if p := w.get("/console/campaigns/new?segment=" + itoa(seg.ID)); !strings.Contains(p.Body, `<option value="`+itoa(seg.ID)+`" selected>Everyone</option>`) {
+		t.Errorf("the segment's link does not preselect it:\n%s", p.Body)
+	}
 	before := e.Snapshot(t, `SELECT id FROM campaigns`) + e.Snapshot(t, `SELECT id FROM messages`)
 	bad := []struct {
 		name  string

@@ -223,7 +223,7 @@ func TestSegmentBuilder(t *testing.T) {
 	}
 	page := w.get(sp + "?done=saved")
 	if !strings.Contains(page.Body, "Segment saved.") || !strings.Contains(page.Body, `<option value="1:first_name:3" selected>`) ||
-		!strings.Contains(page.Body, `value="Ada"`) {
+		!strings.Contains(page.Body, `value="Ada"`) || !strings.Contains(page.Body, `href="/console/campaigns/new?segment=`+m[1]+`">New campaign to this segment`) {
 		t.Errorf("the saved segment's builder:\n%s", page.Body)
 	}
 	if got := w.get("/console/segments?count=" + m[1]); !strings.Contains(got.Body, `<b id="count-`+m[1]+`">2</b>`) {

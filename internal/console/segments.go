@@ -461,6 +461,9 @@ func segmentCount(c *Ctx) error {
 		}
 	}
 	if err != nil {
+		if c.Err() != nil {
+			return nil // a newer count replaced this one (live.js aborts it): no one reads the answer
+		}
 		if parley.ErrorCode(err) != parley.EValidation {
 			return err
 		}

@@ -9,11 +9,16 @@
   document.querySelectorAll("form[data-live]").forEach(function (form) {
     var target = document.getElementById(form.dataset.liveTarget);
     if (!target) return;
-    var timer = null, seq = 0;
+    var timer = null, seq = 0, inflight = null;
     function refresh() {
       var mine = ++seq;
+      // A count over many contacts takes a while: a newer one replaces it,
+      // and the server stops the old query when its request is aborted.
+      if (inflight) inflight.abort();
+      inflight = new AbortController();
       fetch(form.dataset.live, {
         method: "POST",
+        signal: inflight.signal,
         credentials: "same-origin",
         headers: { "Content-Type": "application/x-www-form-urlencoded" },
         body: new URLSearchParams(new FormData(form)).toString()

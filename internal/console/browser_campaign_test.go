@@ -119,24 +119,33 @@ func TestBrowserCampaignCompletes(t *testing.T) {
 	if err != nil || len(camps) != 1 {
 		t.Fatalf("campaigns: %v %v", camps, err)
 	}
-	// The simulator reports delivery a second after each send by the
-	// test's clock: move it on until the campaign completes.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	// The campaign completes once every message is handed to the
+	// provider; the simulator reports delivery a second later by the
+	// test's clock, which stands still until the page shows completed:
+	// the page must keep refreshing for the delivery reports (D16).
+	find := func() *parley.Campaign {
 		c, err := e.App.Service.FindCampaign(e.Ctx, e.BrandA.ID, camps[0].ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Status == parley.CampaignCompleted && c.Stats.Delivered == members {
-			break
-		}
+		return c
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for c := find(); c.Status != parley.CampaignCompleted; c = find() {
 		if time.Now().After(deadline) {
-			t.Fatalf("the campaign never completed with every member delivered: %+v", c)
+			t.Fatalf("the campaign never completed: %+v", c)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.WaitText("Status: completed")
+	b.WaitText(fmt.Sprintf("0 of %d messages", members))
+	for c := find(); c.Stats.Delivered != members; c = find() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the campaign's messages were never all delivered: %+v", c)
 		}
 		e.Advance(2 * time.Second)
 		time.Sleep(100 * time.Millisecond)
 	}
-	b.WaitText("Status: completed")
 	b.WaitText(fmt.Sprintf("%d of %d messages", members, members))
 	ctx, cancel := b.step()
 	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('td.delivered').innerText`))

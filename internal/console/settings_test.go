@@ -120,8 +120,8 @@ func TestSettingsOperators(t *testing.T) {
 		t.Fatalf("add with password: %d %q\n%s", p.Status, p.Location, p.Body)
 	}
 	na := e.signedIn(t, "new.agent@a.example")
-	if p := na.get("/console/inbox"); p.Status != 200 {
-		t.Errorf("the new agent's inbox: %d %q", p.Status, p.Location)
+	if p := na.get("/console/inbox"); p.Status != 200 { // an agent's home (D19)
+		t.Errorf("the new agent's console: %d", p.Status)
 	}
 	if p := na.get("/console/settings"); p.Status != http.StatusForbidden {
 		t.Errorf("the new agent on Settings: %d, want 403 (an agent)", p.Status)

@@ -68,9 +68,16 @@ func (s *Service) SetCampaigns(batch int, staleClaim time.Duration) {
 func (s *Service) RunCampaignScheduler(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var watched time.Time
 	for {
 		if _, err := s.ResolveDueCampaigns(ctx); err != nil && ctx.Err() == nil {
 			s.logger.Warn("campaigns: resolving due campaigns", "error", err)
+		}
+		if time.Since(watched) >= campaignWatchEvery {
+			watched = time.Now()
+			if _, err := s.RestartStalledCampaigns(ctx); err != nil && ctx.Err() == nil {
+				s.logger.Warn("campaigns: restarting stalled campaigns", "error", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

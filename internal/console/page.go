@@ -144,7 +144,7 @@ func (c *Ctx) fail(status int, title, msg string) error {
 // statusOf is the one table from service errors to console statuses.
 func statusOf(code string) (int, string) {
 	switch code {
-	case parley.ENotFound, parley.EUserNotFound, parley.ESegmentNotFound:
+	case parley.ENotFound, parley.EUserNotFound, parley.ESegmentNotFound, parley.ECampaignNotFound:
 		return http.StatusNotFound, "Not found"
 	case parley.ENotAuthenticated:
 		return http.StatusUnauthorized, "Not signed in"

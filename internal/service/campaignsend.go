@@ -351,10 +351,22 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 		if err != nil {
 			return err
 		}
+		// A campaign canceled while the batch was with the provider is
+		// claimed from no more: a message put back would stay queued for
+		// ever, so it fails as the cancel would have failed it.
+		// Only a batch with such messages locks the row.
+		status := parley.CampaignSending
+		if len(temp) > 0 {
+			if status, err = tx.LockCampaignStatus(ctx, brandID, c.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
 		var retry []int64
 		fails := fails
 		for _, id := range temp {
-			if attempts[id] >= maxCampaignAttempts {
+			if status != parley.CampaignSending {
+				fails = append(fails, campaignFail{id: id, code: parley.ErrorCodeCanceled, msg: canceledReason})
+			} else if attempts[id] >= maxCampaignAttempts {
 				fails = append(fails, campaignFail{id: id, code: "provider_unavailable", msg: "The provider did not take the message after repeated attempts."})
 			} else {
 				retry = append(retry, id)

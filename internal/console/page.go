@@ -182,6 +182,8 @@ func (c *Console) page(p *Page, h Handler) http.Handler {
 				err = x.Redirect(p.AgentRedirect)
 			} else if p.Admin && !op.IsAdmin() {
 				err = x.Forbidden("This page is for admins only. Ask an admin of your brand for access.")
+			} else if !formTextOK(x) {
+				err = x.refuseFormText()
 			} else {
 				err = h(x)
 			}

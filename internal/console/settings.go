@@ -217,8 +217,10 @@ func operatorAdd(c *Ctx) error {
 		return err
 	}
 	// The link is shown once, so this answer is the page itself.
+	// Over TLS as the session cookie reckons it (overTLS): behind a proxy
+	// that ends TLS, an http link would carry the token in clear.
 	scheme := "http"
-	if c.R.TLS != nil {
+	if overTLS(c.R) {
 		scheme = "https"
 	}
 	d := settingsData{Link: scheme + "://" + c.R.Host + Prefix + "link?token=" + token, LinkEmail: op.Email}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -97,6 +98,7 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	n := 0
+	var failed error
 	for _, c := range due {
 		s.logger.Info("campaign: resolving", "brand_id", c.BrandID, "campaign_id", c.ID)
 		err := s.db.WithTx(ctx, func(tx *store.Tx) error {
@@ -113,7 +115,10 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 		case errors.Is(err, store.ErrNotFound):
 			s.logger.Warn("campaigns: campaign or segment not found", "brand_id", c.BrandID, "campaign_id", c.ID)
 		case err != nil:
-			return n, err
+			// One campaign that cannot be resolved now must not hold up
+			// the others due in the same tick.
+			s.logger.Warn("campaigns: resolving a campaign", "brand_id", c.BrandID, "campaign_id", c.ID, "error", err)
+			failed = cmp.Or(failed, err)
 		default:
 			n++
 			s.logger.Info("campaign started", "brand_id", c.BrandID, "campaign_id", c.ID, "messages", c.Stats.Queued,
@@ -125,7 +130,7 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 			}
 		}
 	}
-	return n, nil
+	return n, failed
 }
 
 func (s *Service) campaignBatchSize() int {

@@ -40,3 +40,33 @@ func TestRestartStalledCampaigns(t *testing.T) {
 		t.Fatalf("again: restarted %d (%v), %d live jobs; want 0 and 1", n, err, jobs())
 	}
 }
+
+// TestResolveSkipsABrokenCampaign: a due campaign that cannot be resolved
+// (here its segment's stored criteria are unreadable) is logged and left
+// for the next tick; the campaigns due after it in the same tick still
+// start (D16).
+func TestResolveSkipsABrokenCampaign(t *testing.T) {
+	t.Parallel()
+	e := campEnv(t)
+	campUsers(t, e, 2, 0)
+	broken := campCampaign(t, e, parley.TypeTransactional)
+	good := campCampaign(t, e, parley.TypeTransactional)
+	for q, id := range map[string]int64{
+		`UPDATE segments SET criteria = '{"not": "a list"}' WHERE id = ?`: broken.SegmentID,
+		`UPDATE campaigns SET send_at = send_at - 1000000 WHERE id = ?`:   broken.ID, // first in the tick
+	} {
+		if _, err := e.App.DB.Writer().ExecContext(e.Ctx, campRebind(q), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := e.App.Service.ResolveDueCampaigns(e.Ctx)
+	if err == nil || n != 1 {
+		t.Fatalf("resolved %d (%v); want the good one and the broken one's error", n, err)
+	}
+	if got := campFind(t, e, good); got.Status != parley.CampaignSending {
+		t.Errorf("the campaign due after the broken one is %s, want sending", got.Status)
+	}
+	if got := campFind(t, e, broken); got.Status != parley.CampaignScheduled {
+		t.Errorf("the broken campaign is %s, want still scheduled", got.Status)
+	}
+}

@@ -99,6 +99,25 @@ type CustomField struct {
 	IsEmphasizePersonal bool     `json:"is_emphasize_personal"`
 }
 
+// CustomFieldUpdate changes the members of a custom data field that are
+// set (admin API, CLI, console). A field's name, type and subtype never
+// change: they make its custom_data key and the form of stored values.
+type CustomFieldUpdate struct {
+	Description         Optional[string]   `json:"description,omitzero"`
+	AvailableEnumValues Optional[[]string] `json:"available_enum_values,omitzero"`
+	IncludeInAIPrompt   Optional[bool]     `json:"include_in_ai_prompt,omitzero"`
+	IncludeUserAnswers  Optional[bool]     `json:"include_user_answers,omitzero"`
+	IsAppend            Optional[bool]     `json:"is_append,omitzero"`
+	IsAutoCollected     Optional[bool]     `json:"is_auto_collected,omitzero"`
+	ExtractionPrompt    Optional[string]   `json:"extraction_prompt,omitzero"`
+	IsEmphasizeCurrent  Optional[bool]     `json:"is_emphasize_current,omitzero"`
+	IsEmphasizePersonal Optional[bool]     `json:"is_emphasize_personal,omitzero"`
+}
+
+// MaxExtractionPrompt bounds a field's extraction_prompt, in characters:
+// it is sent with every extraction a model server runs (D20).
+const MaxExtractionPrompt = 2000
+
 // BrandService reads what a brand has configured.
 type BrandService interface {
 	// FindBrand returns ENotFound for a missing brand.

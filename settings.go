@@ -2,7 +2,8 @@ package parley
 
 // BrandSettings are a brand's sending rules (D17): when MARKETING messages
 // may reach a recipient, how many a recipient may get, and how fast the
-// brand sends. Operators change them through the admin API, the CLI and
+// brand sends; and whose texts auto-collected custom data is read from
+// (D20). Operators change them through the admin API, the CLI and
 // the console; v1 GET /brand does not show them.
 type BrandSettings struct {
 	// SendingWindow is when, in the recipient's local time, MARKETING
@@ -18,6 +19,10 @@ type BrandSettings struct {
 	// SendRate bounds the brand's sends, in messages per second; 0 means no
 	// limit.
 	SendRate float64 `json:"send_rate"`
+	// ExtractWhenOptedOut lets auto-collected custom data (D20) be read
+	// from the texts of contacts whose messaging_consent is false; by
+	// default they are left alone.
+	ExtractWhenOptedOut bool `json:"extract_when_opted_out"`
 }
 
 // SendingWindow is a daily window of local time, "HH:MM" to "HH:MM".
@@ -46,4 +51,6 @@ type BrandSettingsUpdate struct {
 	TimeZone      Optional[string]        `json:"time_zone,omitzero"`
 	FrequencyCap  Optional[FrequencyCap]  `json:"frequency_cap,omitzero"`
 	SendRate      Optional[float64]       `json:"send_rate,omitzero"`
+	// ExtractWhenOptedOut is D20's opt-out setting (#19).
+	ExtractWhenOptedOut Optional[bool] `json:"extract_when_opted_out,omitzero"`
 }

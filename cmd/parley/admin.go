@@ -245,38 +245,44 @@ func parseType(s string) (int, error) {
 }
 
 func runField(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	verb, rest, err := parseSub(args, "create", "list", "delete")
+	verb, rest, err := parseSub(args, "create", "list", "update", "delete")
 	if err != nil {
 		return fmt.Errorf("field: %w", err)
 	}
 	var id int64
-	if verb == "delete" {
+	if verb == "delete" || verb == "update" {
 		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return errors.New("field delete: want ID")
+			return fmt.Errorf("field %s: want ID", verb)
 		}
 		if id, err = strconv.ParseInt(rest[0], 10, 64); err != nil {
-			return fmt.Errorf("field delete: bad id %q", rest[0])
+			return fmt.Errorf("field %s: bad id %q", verb, rest[0])
 		}
 		rest = rest[1:]
 	}
 	var (
-		brand                                         *int64
-		name, typ, subtype, enum, desc, prompt        *string
-		appendFlag, aiPrompt, userAnswers, autoCollec *bool
+		brand                                                    *int64
+		name, typ, subtype, enum, desc, prompt                   *string
+		appendFlag, aiPrompt, userAnswers, autoCollec, cur, pers *bool
+		flags                                                    *flagSet
 	)
 	return adminCmd(ctx, "field "+verb, rest, getenv, func(fs *flagSet) {
+		flags = fs
 		brand = fs.Int64("brand", 0, "brand id (required)")
 		if verb == "create" {
 			name = fs.String("name", "", "field name as shown, e.g. 'Loyalty Tier' (key loyalty_tier)")
 			typ = fs.String("type", "", "INTEGER, FLOAT, STRING, LIST, BOOLEAN or DATE")
 			subtype = fs.String("subtype", "", "type of a LIST's items")
+		}
+		if verb == "create" || verb == "update" {
 			enum = fs.String("enum", "", "comma-separated allowed values")
 			desc = fs.String("description", "", "description")
-			prompt = fs.String("extraction-prompt", "", "extraction prompt")
+			prompt = fs.String("extraction-prompt", "", "what to look for in the contact's texts (D20)")
 			appendFlag = fs.Bool("append", false, "LIST updates append instead of replacing")
-			aiPrompt = fs.Bool("include-in-ai-prompt", false, "include_in_ai_prompt")
+			aiPrompt = fs.Bool("include-in-ai-prompt", false, "include_in_ai_prompt: the value is context for extractions")
 			userAnswers = fs.Bool("include-user-answers", false, "include_user_answers")
-			autoCollec = fs.Bool("auto-collected", false, "is_auto_collected")
+			autoCollec = fs.Bool("auto-collected", false, "is_auto_collected: fill from the contact's texts (D20)")
+			cur = fs.Bool("emphasize-current", false, "is_emphasize_current")
+			pers = fs.Bool("emphasize-personal", false, "is_emphasize_personal")
 		}
 	}, func(a *app.App, asJSON bool) error {
 		switch verb {
@@ -292,7 +298,7 @@ func runField(ctx context.Context, args []string, getenv func(string) string, st
 			f := &parley.CustomField{BrandID: *brand, FieldName: *name, CustomDataType: t, Subtype: st,
 				AvailableEnumValues: splitList(*enum), Description: *desc, ExtractionPrompt: *prompt,
 				IsAppend: *appendFlag, IncludeInAIPrompt: *aiPrompt, IncludeUserAnswers: *userAnswers,
-				IsAutoCollected: *autoCollec}
+				IsAutoCollected: *autoCollec, IsEmphasizeCurrent: *cur, IsEmphasizePersonal: *pers}
 			if err := a.Service.CreateCustomField(ctx, f); err != nil {
 				return describe(err)
 			}
@@ -300,6 +306,42 @@ func runField(ctx context.Context, args []string, getenv func(string) string, st
 				return printJSON(stdout, f)
 			}
 			fmt.Fprintf(stdout, "Created field %d %q (custom_data key %q)\n", f.ID, f.FieldName, parley.CustomDataKey(f.FieldName))
+			return nil
+		case "update":
+			// Only the flags given change, as the admin API's POST changes
+			// only the members sent: --extraction-prompt '' clears the prompt,
+			// --auto-collected=false turns collection off.
+			var u parley.CustomFieldUpdate
+			flags.Visit(func(fl *flag.Flag) {
+				switch fl.Name {
+				case "enum":
+					u.AvailableEnumValues = parley.Some(splitList(*enum))
+				case "description":
+					u.Description = parley.Some(*desc)
+				case "extraction-prompt":
+					u.ExtractionPrompt = parley.Some(*prompt)
+				case "append":
+					u.IsAppend = parley.Some(*appendFlag)
+				case "include-in-ai-prompt":
+					u.IncludeInAIPrompt = parley.Some(*aiPrompt)
+				case "include-user-answers":
+					u.IncludeUserAnswers = parley.Some(*userAnswers)
+				case "auto-collected":
+					u.IsAutoCollected = parley.Some(*autoCollec)
+				case "emphasize-current":
+					u.IsEmphasizeCurrent = parley.Some(*cur)
+				case "emphasize-personal":
+					u.IsEmphasizePersonal = parley.Some(*pers)
+				}
+			})
+			f, err := a.Service.UpdateCustomField(ctx, *brand, id, u)
+			if err != nil {
+				return describe(err)
+			}
+			if asJSON {
+				return printJSON(stdout, f)
+			}
+			fmt.Fprintf(stdout, "Updated field %d %q (auto-collected: %t)\n", f.ID, f.FieldName, f.IsAutoCollected)
 			return nil
 		case "list":
 			fs, err := a.Service.ListCustomFields(ctx, *brand)
@@ -310,9 +352,9 @@ func runField(ctx context.Context, args []string, getenv func(string) string, st
 				return printJSON(stdout, fs)
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tKEY\tTYPE")
+			fmt.Fprintln(tw, "ID\tNAME\tKEY\tTYPE\tAUTO-COLLECTED")
 			for _, f := range fs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\n", f.ID, f.FieldName, parley.CustomDataKey(f.FieldName), f.CustomDataType)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%t\n", f.ID, f.FieldName, parley.CustomDataKey(f.FieldName), f.CustomDataType, f.IsAutoCollected)
 			}
 			return tw.Flush()
 		default:

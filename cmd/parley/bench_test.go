@@ -204,3 +204,23 @@ func TestBenchDeliveries(t *testing.T) {
 		t.Error("--deliveries accepted without --scenario send")
 	}
 }
+
+// TestBenchCampaign: `parley bench --self --scenario campaign` seeds its
+// audience, sends it one campaign and reports it written and delivered,
+// with transactional probes timed while it drained (issue #21).
+func TestBenchCampaign(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"bench", "--self", "--scenario", "campaign", "--users", "200", "--concurrency", "4",
+		"--probe-rate", "20", "--json"}, env(nil), &out, &errOut)
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, errOut.String())
+	}
+	var res bench.CampaignResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	if res.Recipients != 200 || res.Stats["delivered"] != float64(200) || res.WrittenS <= 0 || res.DeliveredS < res.WrittenS ||
+		res.PeakRSSMiB <= 0 || res.ProbesLate != 0 {
+		t.Errorf("result %+v\nstderr:\n%s", res, errOut.String())
+	}
+}

@@ -39,7 +39,10 @@ func TestKillMidCampaign(t *testing.T) {
 
 func killMidCampaign(t *testing.T, nodeEnv []string, newClient func(string, ...client.Option) *client.Client, lastNodes int) {
 	const members, optedOut = 3000, 10
-	args := []string{"serve", "--addr", "127.0.0.1:0", "--sim-delay", "10ms", "--job-rescue-after", "1s", "--rate-limit", "0"}
+	// A rescue delay of 3 s: a campaign run's timeout is two thirds of it,
+	// and a batch of 500 under -race on a loaded machine needs more than
+	// the 0.67 s that 1 s would leave.
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--sim-delay", "10ms", "--job-rescue-after", "3s", "--rate-limit", "0"}
 	api := startProcess(t, nodeEnv, append(args, "--role", "api")...)
 	c := newClient(api.URL)
 	ctx := t.Context()

@@ -30,7 +30,7 @@ Commands:
   migrate      create or upgrade the database schema
   brand        create | list brands
   credential   create | list | revoke API credentials
-  field        create | list | delete custom data fields
+  field        create | list | update | delete custom data fields
   segment      create | list | archive segments
   operator     add | link | list console operators (D19)
   call         send a signed request to the API

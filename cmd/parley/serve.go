@@ -46,6 +46,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	rateBurst := stringFlag(fs, getenv, "rate-burst", "200", "requests a credential may send at once")
 	usRules := boolFlag(fs, getenv, "us-sending-rules", true, "hold MARKETING messages to the US quiet hours as well as each brand's sending window (D17)")
 	replay := boolFlag(fs, getenv, "replay-protection", true, "reject a signed write sent twice (only benchmarks should turn it off)")
+	aif := addAIFlags(fs, getenv) // extractor.go
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -108,6 +109,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	cfg.Logger = logger
+	// The extractor of auto-collected custom data (D20, extractor.go), for
+	// the extraction job's app.Config.Extractor; its budget gets the
+	// database once app.Open has opened it.
+	extractor, err := aif.extractor(getenv, logger)
+	if err != nil {
+		return err
+	}
+	cfg.Extractor = extractor
 	tuneGC(getenv)
 
 	ln, err := net.Listen("tcp", *addr)
@@ -133,6 +142,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer a.Close()
+	extractor.Bind(a.DB)
 	if err := firstRun(ctx, a, baseURL, stdout); err != nil {
 		ln.Close()
 		return err

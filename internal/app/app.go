@@ -32,6 +32,8 @@ import (
 	"github.com/parleyhq/parley/internal/delivery"
 	"github.com/parleyhq/parley/internal/delivery/sim"
 	"github.com/parleyhq/parley/internal/delivery/twilio"
+	"github.com/parleyhq/parley/internal/extract"
+	"github.com/parleyhq/parley/internal/extract/rules"
 	"github.com/parleyhq/parley/internal/httpapi"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/metrics"
@@ -118,6 +120,9 @@ type Config struct {
 	// SimDelay is how long the sim provider takes to report delivery; 0
 	// means 500 ms, a negative value means at once.
 	SimDelay time.Duration
+	// Extractor fills contacts' auto-collected custom data from their
+	// texts (D20); nil means the offline rules extractor.
+	Extractor extract.Extractor
 }
 
 // TwilioConfig holds the Twilio account the twilio provider sends through.
@@ -235,6 +240,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Service.SetDelivery(a.Provider, cfg.PublicURL, a.Metrics, cfg.Logger)
 	a.Service.SetWebhooks(cfg.WebhookAllowPrivate, a.Metrics)
 	a.Service.SetUSSendingRules(!cfg.NoUSSendingRules)
+	a.Service.SetExtraction(cfg.Extractor, metrics.NewExtraction(a.Metrics))
 
 	var wc *jobs.WorkerConfig
 	if cfg.Role != "api" {
@@ -246,6 +252,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	if wc != nil {
 		wc.Imports = a.Importer
+		wc.Extraction = a.Service
 	}
 	if a.Queue, err = jobs.Open(a.DB.Writer(), a.DB.Engine(), wc); err != nil {
 		return nil, err
@@ -426,6 +433,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.RateBurst == 0 {
 		cfg.RateBurst = 200
+	}
+	if cfg.Extractor == nil {
+		cfg.Extractor = rules.Extractor{}
 	}
 	return cfg
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +53,7 @@ func BenchmarkConsolePages(b *testing.B) {
 		}
 	}
 	contact := fmt.Sprintf("/console/contacts/%d", seed.ContactID)
+	field := benchFields(b, e, seed.BrandID)
 	for _, p := range []struct{ name, path string }{
 		{"dashboard", "/console/"},
 		{"contacts", "/console/contacts"},
@@ -66,6 +68,8 @@ func BenchmarkConsolePages(b *testing.B) {
 		{"imports", "/console/imports"}, // the admin pages; their detail pages: TestAdminPagesScale
 		{"webhooks", "/console/webhooks"},
 		{"settings", "/console/settings"},
+		{"fields", "/console/fields"}, // 40 fields, half auto-collected (#19)
+		{"field", field},
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			get(b, p.path) // warm: statements prepared, pages cached by the OS
@@ -103,4 +107,22 @@ func reportPercentiles(b *testing.B, ds []time.Duration) {
 	}
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.95), "p95-ms")
+}
+
+// benchFields gives the brand 40 custom data fields, half of them
+// auto-collected with a long prompt, and returns one's edit page.
+func benchFields(b *testing.B, e *apitest.Env, brandID int64) string {
+	var last int64
+	for i := range 40 {
+		f := &parley.CustomField{BrandID: brandID, FieldName: fmt.Sprintf("Bench Field %d", i), CustomDataType: parley.CustomString,
+			AvailableEnumValues: []string{"small", "medium", "large"}, IsAutoCollected: i%2 == 0, IncludeInAIPrompt: i%2 == 0}
+		if f.IsAutoCollected {
+			f.ExtractionPrompt = strings.Repeat("What size the contact says they wear. ", 40)
+		}
+		if err := e.App.Service.CreateCustomField(e.Ctx, f); err != nil {
+			b.Fatal(err)
+		}
+		last = f.ID
+	}
+	return fmt.Sprintf("/console/fields/%d", last)
 }

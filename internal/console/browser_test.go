@@ -137,28 +137,37 @@ func (b *browser) Click(text string) {
 	b.do(chromedp.Click(button(text)))
 }
 
-// H1 returns the page's heading.
+// H1 returns the page's heading, once the page has loaded.
 func (b *browser) H1() string {
 	b.t.Helper()
-	ctx, cancel := b.step()
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("h1")))
-	if err != nil {
-		b.t.Fatalf("browser: h1: %v", err)
-	}
-	return strings.TrimSpace(s)
+	return strings.TrimSpace(b.read("h1", `document.querySelector('h1')?.innerText`))
 }
 
-// Text returns the visible text of the page's <main>.
+// Text returns the visible text of the page's <main>, once it has loaded.
 func (b *browser) Text() string {
 	b.t.Helper()
-	ctx, cancel := b.step()
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('main').innerText`))
-	if err != nil {
-		b.t.Fatalf("browser: text: %v", err)
+	return b.read("text", `document.querySelector('main')?.innerText`)
+}
+
+// read evaluates expr on a loaded page, trying again for up to 15 s while
+// the page is still loading or is replaced under it (a redirect, a page
+// that reloads itself): the answer is never from a page half gone.
+func (b *browser) read(what, expr string) string {
+	b.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	js := `(document.readyState === 'complete' && (` + expr + `)) || ''`
+	for {
+		ctx, cancel := b.step()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		cancel()
+		if err == nil && s != "" {
+			return s
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("browser: %s: %q, %v", what, s, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return s
 }
 
 // WaitText waits until the page's <main> shows text (a status a script

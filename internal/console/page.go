@@ -144,7 +144,7 @@ func (c *Ctx) fail(status int, title, msg string) error {
 // statusOf is the one table from service errors to console statuses.
 func statusOf(code string) (int, string) {
 	switch code {
-	case parley.ENotFound, parley.EUserNotFound, parley.ESegmentNotFound:
+	case parley.ENotFound, parley.EUserNotFound, parley.ESegmentNotFound, parley.ECampaignNotFound:
 		return http.StatusNotFound, "Not found"
 	case parley.ENotAuthenticated:
 		return http.StatusUnauthorized, "Not signed in"
@@ -182,6 +182,8 @@ func (c *Console) page(p *Page, h Handler) http.Handler {
 				err = x.Redirect(p.AgentRedirect)
 			} else if p.Admin && !op.IsAdmin() {
 				err = x.Forbidden("This page is for admins only. Ask an admin of your brand for access.")
+			} else if !formTextOK(x) {
+				err = x.refuseFormText()
 			} else {
 				err = h(x)
 			}

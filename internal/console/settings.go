@@ -27,6 +27,8 @@ func init() {
 // settingsForm is the settings form's fields as text, as sent.
 type settingsForm struct {
 	WindowStart, WindowEnd, TimeZone, CapMax, CapHours, SendRate string
+	// ExtractOptedOut is D20's extract_when_opted_out (#19).
+	ExtractOptedOut bool
 }
 
 // operatorForm is the add-operator form as sent.
@@ -69,7 +71,7 @@ func (d settingsData) Field(name, label, value, mode string) fieldView {
 
 func formOf(st *parley.BrandSettings) settingsForm {
 	f := settingsForm{WindowStart: st.SendingWindow.Start, WindowEnd: st.SendingWindow.End,
-		TimeZone: st.TimeZone, SendRate: strconv.FormatFloat(st.SendRate, 'f', -1, 64)}
+		TimeZone: st.TimeZone, SendRate: strconv.FormatFloat(st.SendRate, 'f', -1, 64), ExtractOptedOut: st.ExtractWhenOptedOut}
 	if c := st.FrequencyCap; c != nil {
 		f.CapMax, f.CapHours = strconv.Itoa(c.MaxMessages), strconv.Itoa(c.PerHours)
 	}
@@ -119,12 +121,15 @@ func (c *Ctx) renderSettings(status int, d settingsData, errMsg string) error {
 func settingsSave(c *Ctx) error {
 	f := settingsForm{WindowStart: strings.TrimSpace(c.Form("window_start")), WindowEnd: strings.TrimSpace(c.Form("window_end")),
 		TimeZone: strings.TrimSpace(c.Form("time_zone")), CapMax: strings.TrimSpace(c.Form("cap_max")),
-		CapHours: strings.TrimSpace(c.Form("cap_hours")), SendRate: strings.TrimSpace(c.Form("send_rate"))}
+		CapHours: strings.TrimSpace(c.Form("cap_hours")), SendRate: strings.TrimSpace(c.Form("send_rate")),
+		ExtractOptedOut: c.Form("extract_when_opted_out") != ""}
 	u := parley.BrandSettingsUpdate{
 		SendingWindow: parley.Some(parley.SendingWindow{Start: f.WindowStart, End: f.WindowEnd}),
 		TimeZone:      parley.Some(f.TimeZone),
 		FrequencyCap:  parley.Null[parley.FrequencyCap](),
 		SendRate:      parley.Some(formFloat(f.SendRate)),
+		// A checkbox: unchecked (absent) is false, the D20 default.
+		ExtractWhenOptedOut: parley.Some(f.ExtractOptedOut),
 	}
 	if f.CapMax != "" || f.CapHours != "" {
 		// Text that is no whole number reads as 0, which the service
@@ -212,8 +217,10 @@ func operatorAdd(c *Ctx) error {
 		return err
 	}
 	// The link is shown once, so this answer is the page itself.
+	// Over TLS as the session cookie reckons it (overTLS): behind a proxy
+	// that ends TLS, an http link would carry the token in clear.
 	scheme := "http"
-	if c.R.TLS != nil {
+	if overTLS(c.R) {
 		scheme = "https"
 	}
 	d := settingsData{Link: scheme + "://" + c.R.Host + Prefix + "link?token=" + token, LinkEmail: op.Email}

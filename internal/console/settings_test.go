@@ -120,7 +120,7 @@ func TestSettingsOperators(t *testing.T) {
 		t.Fatalf("add with password: %d %q\n%s", p.Status, p.Location, p.Body)
 	}
 	na := e.signedIn(t, "new.agent@a.example")
-	if p := na.get("/console/"); p.Status != 200 {
+	if p := na.get("/console/inbox"); p.Status != 200 { // an agent's home (D19)
 		t.Errorf("the new agent's console: %d", p.Status)
 	}
 	if p := na.get("/console/settings"); p.Status != http.StatusForbidden {

@@ -1,10 +1,10 @@
 // Package extract defines how Parley turns a contact's replies into custom data
 // (D20, issue #19): the Extractor interface and the request and value types that
-// every extractor (rules/, later openai/) shares.
+// every extractor (rules/, openai/) shares.
 //
-// An extractor is pure: it reads nothing but its Request (no database, no network
-// for rules, no clock: the time is Request.Now) and returns values already in the
-// form D6 stores, so the caller only validates them against D6 once more and
+// An extractor reads nothing about the contact but its Request (no database; no
+// clock: the time is Request.Now; openai/ calls its model server and counts the
+// brand's calls) and returns values already in the form D6 stores, so the caller only validates them against D6 once more and
 // writes them with history source "extraction".
 //
 // What a caller can rely on, whatever the extractor:
@@ -17,8 +17,15 @@ package extract
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
+
+// ErrOverBudget is the error of an extractor that did not run because the
+// brand has spent its calls for the day (the openai extractor's budget): the
+// caller counts the extraction as skipped, not failed, and need not retry it
+// before the next day.
+var ErrOverBudget = errors.New("extract: the brand's daily budget of extractor calls is spent")
 
 // Custom data types (D6 custom_data_type codes).
 const (
@@ -57,7 +64,10 @@ type Message struct {
 
 // Request is what an extractor reads.
 type Request struct {
-	Fields []Field
+	// BrandID is the brand whose contact wrote: extractors that cost money
+	// count their calls by brand. It never leaves the server.
+	BrandID int64
+	Fields  []Field
 	// Conversation is the contact's recent messages, oldest first; its last
 	// inbound message is the one that triggered the extraction.
 	Conversation []Message

@@ -23,6 +23,7 @@ type Admin interface {
 	CreateCustomField(ctx context.Context, f *parley.CustomField) error
 	ListCustomFields(ctx context.Context, brandID int64) ([]*parley.CustomField, error)
 	DeleteCustomField(ctx context.Context, brandID, id int64) error
+	UpdateCustomField(ctx context.Context, brandID, id int64, u parley.CustomFieldUpdate) (*parley.CustomField, error)
 	// CreateSegment and ArchiveSegment are parley.SegmentService's: the
 	// admin API, the CLI and v1 share their rules (D15).
 	CreateSegment(ctx context.Context, o parley.Origin, brandID int64, seg *parley.Segment) (*parley.Segment, error)
@@ -48,6 +49,7 @@ func (s *Server) adminRoutes() []route {
 		{"POST", a + "/brands/{brand_id}/custom_data_fields", s.admin(s.adminCreateField)},
 		{"GET", a + "/brands/{brand_id}/custom_data_fields", s.admin(s.adminListFields)},
 		{"DELETE", a + "/brands/{brand_id}/custom_data_fields/{field_id}", s.admin(s.adminDeleteField)},
+		{"POST", a + "/brands/{brand_id}/custom_data_fields/{field_id}", s.admin(s.adminUpdateField)},
 		{"POST", a + "/brands/{brand_id}/segments", s.admin(s.adminCreateSegment)},
 		{"GET", a + "/brands/{brand_id}/segments", s.admin(s.adminListSegments)},
 		{"POST", a + "/brands/{brand_id}/segments/{segment_id}/archive", s.admin(s.adminArchiveSegment)},
@@ -256,6 +258,38 @@ func (s *Server) adminDeleteField(w http.ResponseWriter, r *http.Request, _ []by
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
+	return nil
+}
+
+// fieldFixed are the members a field keeps from its creation: they make
+// its custom_data key and the form of the values users hold (#19).
+var fieldFixed = map[string]string{
+	"id":               "set by the server",
+	"field_name":       "cannot change: delete the field and create it again",
+	"custom_data_type": "cannot change: delete the field and create it again",
+	"subtype":          "cannot change: delete the field and create it again",
+}
+
+// adminUpdateField answers POST …/custom_data_fields/{field_id}: the
+// members sent change, the others stay (D4).
+func (s *Server) adminUpdateField(w http.ResponseWriter, r *http.Request, body []byte) error {
+	brandID, err := pathID(r, "brand_id")
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r, "field_id")
+	if err != nil {
+		return err
+	}
+	var in parley.CustomFieldUpdate
+	if err := decodeJSON(body, &in, fieldFixed); err != nil {
+		return err
+	}
+	f, err := s.AdminService.UpdateCustomField(r.Context(), brandID, id, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, f)
 	return nil
 }
 

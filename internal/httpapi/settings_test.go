@@ -21,7 +21,7 @@ func TestBrandSettings(t *testing.T) {
 		b, _ := json.Marshal(body)
 		return string(b)
 	}
-	defaults := `{"frequency_cap":null,"send_rate":0,"sending_window":{"end":"21:00","start":"08:00"},"time_zone":"America/New_York"}`
+	defaults := `{"extract_when_opted_out":false,"frequency_cap":null,"send_rate":0,"sending_window":{"end":"21:00","start":"08:00"},"time_zone":"America/New_York"}`
 	if got := get(); got != defaults {
 		t.Errorf("defaults %s, want %s", got, defaults)
 	}
@@ -31,14 +31,14 @@ func TestBrandSettings(t *testing.T) {
 	if st != 200 {
 		t.Fatalf("update: %d %v", st, body)
 	}
-	want := `{"frequency_cap":{"max_messages":3,"per_hours":24},"send_rate":0,"sending_window":{"end":"02:00","start":"22:00"},"time_zone":"America/New_York"}`
+	want := `{"extract_when_opted_out":false,"frequency_cap":{"max_messages":3,"per_hours":24},"send_rate":0,"sending_window":{"end":"02:00","start":"22:00"},"time_zone":"America/New_York"}`
 	if got := get(); got != want {
 		t.Errorf("after update %s, want %s", got, want)
 	}
 	if st, body := admDo(t, e, admTok, "POST", path, map[string]any{"time_zone": "America/Chicago", "send_rate": 2.5}); st != 200 {
 		t.Fatalf("second update: %d %v", st, body)
 	}
-	want = `{"frequency_cap":{"max_messages":3,"per_hours":24},"send_rate":2.5,"sending_window":{"end":"02:00","start":"22:00"},"time_zone":"America/Chicago"}`
+	want = `{"extract_when_opted_out":false,"frequency_cap":{"max_messages":3,"per_hours":24},"send_rate":2.5,"sending_window":{"end":"02:00","start":"22:00"},"time_zone":"America/Chicago"}`
 	if got := get(); got != want {
 		t.Errorf("after the second update %s, want %s: members not sent must stay", got, want)
 	}
@@ -54,14 +54,16 @@ func TestBrandSettings(t *testing.T) {
 		{`{"time_zone": "Mars/Olympus"}`, "time_zone"},
 		{`{"time_zone": "Local"}`, "time_zone"},
 		{`{"time_zone": ""}`, "time_zone"},
-		{`{"frequency_cap": {"max_messages": 0, "per_hours": 24}}`, "frequency_cap.max_messages"},
-		{`{"frequency_cap": {"max_messages": 1, "per_hours": 0}}`, "frequency_cap.per_hours"},
-		{`{"frequency_cap": {"max_messages": "3", "per_hours": 24}}`, ""},
+		{`{"extract_when_opted_out":false,"frequency_cap": {"max_messages": 0, "per_hours": 24}}`, "frequency_cap.max_messages"},
+		{`{"extract_when_opted_out":false,"frequency_cap": {"max_messages": 1, "per_hours": 0}}`, "frequency_cap.per_hours"},
+		{`{"extract_when_opted_out":false,"frequency_cap": {"max_messages": "3", "per_hours": 24}}`, ""},
 		{`{"send_rate": -1}`, "send_rate"},
 		{`{"send_rate": 1e9}`, "send_rate"},
 		{`{"send_rate": null}`, "send_rate"},
 		{`{"time_zone": "America/Denver", "send_rate": -1}`, "send_rate"}, // one bad member fails all
 		{`{"colour": "red"}`, ""},
+		{`{"extract_when_opted_out": null}`, "extract_when_opted_out"}, // D20 (#19)
+		{`{"extract_when_opted_out": "yes"}`, "extract_when_opted_out"},
 	} {
 		st, body := admDo(t, e, admTok, "POST", path, json.RawMessage(c.body))
 		detail, _ := body["detail"].(map[string]any)
@@ -78,7 +80,13 @@ func TestBrandSettings(t *testing.T) {
 	if _, body := admDo(t, e, admTok, "GET", path, nil); body["frequency_cap"] != nil {
 		t.Errorf("frequency_cap %v after null, want null", body["frequency_cap"])
 	}
-	if _, body := admDo(t, e, admTok, "GET", "/brands/"+itoa(e.BrandB.ID)+"/settings", nil); body["time_zone"] != "America/New_York" {
+	if st, _ := admDo(t, e, admTok, "POST", path, map[string]any{"extract_when_opted_out": true}); st != 200 {
+		t.Fatal("extract_when_opted_out true failed")
+	}
+	if _, body := admDo(t, e, admTok, "GET", path, nil); body["extract_when_opted_out"] != true || body["time_zone"] != "America/Chicago" {
+		t.Errorf("after extract_when_opted_out true: %v, want it true and the rest unchanged (D20)", body)
+	}
+	if _, body := admDo(t, e, admTok, "GET", "/brands/"+itoa(e.BrandB.ID)+"/settings", nil); body["time_zone"] != "America/New_York" || body["extract_when_opted_out"] != false {
 		t.Errorf("brand B's settings changed: %v", body)
 	}
 	if st, _ := admDo(t, e, admTok, "GET", "/brands/999/settings", nil); st != 404 {

@@ -110,5 +110,16 @@ func (w *campaignWorker) Work(ctx context.Context, job *river.Job[SendCampaignAr
 	}
 }
 
+// NextRetry retries soon, whatever the attempt: every run starts from
+// what the database says, so a retry costs one batch at most, and River's
+// default backoff (attempt⁴ seconds) would leave a campaign idle for
+// minutes after a few runs cut short by their timeout on a loaded node.
+func (w *campaignWorker) NextRetry(job *river.Job[SendCampaignArgs]) time.Time {
+	return time.Now().Add(min(time.Duration(job.Attempt)*time.Second, campaignMaxRetryWait))
+}
+
+// campaignMaxRetryWait bounds the wait before a failed run is tried again.
+const campaignMaxRetryWait = 10 * time.Second
+
 // Timeout leaves a run its time and the batch it is in.
 func (w *campaignWorker) Timeout(*river.Job[SendCampaignArgs]) time.Duration { return w.timeout }

@@ -53,3 +53,19 @@ func TestCampaignWorker(t *testing.T) {
 		t.Error("the campaign job is not in the campaigns queue")
 	}
 }
+
+// TestCampaignRetrySoon: a failed run is retried within seconds, not
+// River's attempt⁴ backoff (attempt 5 would wait ~10 minutes while the
+// campaign's messages sit queued).
+func TestCampaignRetrySoon(t *testing.T) {
+	w := newCampaignWorker(nil, time.Minute)
+	for _, tc := range []struct {
+		attempt int
+		want    time.Duration
+	}{{1, time.Second}, {3, 3 * time.Second}, {5, 5 * time.Second}, {24, campaignMaxRetryWait}} {
+		got := time.Until(w.NextRetry(&river.Job[SendCampaignArgs]{JobRow: &rivertype.JobRow{Attempt: tc.attempt}}))
+		if got > tc.want || got < tc.want-time.Second {
+			t.Errorf("attempt %d: retry in %v, want %v", tc.attempt, got, tc.want)
+		}
+	}
+}

@@ -64,6 +64,7 @@ const (
 type Queue struct {
 	client  *river.Client[*sql.Tx]
 	working bool
+	engine  string
 }
 
 // Deliverer makes one delivery attempt (the service implements it).
@@ -86,6 +87,8 @@ type WorkerConfig struct {
 	Imports ImportRunner
 	// Campaigns, when set, sends campaigns (QueueCampaigns).
 	Campaigns CampaignSender
+	// Extraction, when set, fills auto-collected custom data (D20).
+	Extraction ExtractionRunner
 	// Concurrency is how many deliveries run at once on this node.
 	Concurrency int
 	// RescueAfter is how long a job may run before another node or a
@@ -165,12 +168,15 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 			river.AddWorker(workers, newCampaignWorker(w.Campaigns, cfg.RescueStuckJobsAfter))
 			cfg.Queues[QueueCampaigns] = river.QueueConfig{MaxWorkers: campaignWorkers}
 		}
+		if w.Extraction != nil {
+			addExtraction(workers, cfg, w.Extraction)
+		}
 	}
 	c, err := river.NewClient(driver(db, engine), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	return &Queue{client: c, working: w != nil}, nil
+	return &Queue{client: c, working: w != nil, engine: engine}, nil
 }
 
 type webhookWorker struct {
@@ -257,6 +263,7 @@ func (q *Queue) Insert(ctx context.Context, tx *sql.Tx, p *Pending) error {
 	if len(p.params) == 0 {
 		return nil
 	}
+	q.quietExtractions(p)
 	if _, err := q.client.InsertManyFastTx(ctx, tx, p.params); err != nil {
 		return fmt.Errorf("jobs: enqueue: %w", err)
 	}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -82,9 +83,16 @@ func (s *Service) SetResolveChunk(n int) { s.resolveChunk = n }
 func (s *Service) RunCampaignScheduler(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var watched time.Time
 	for {
 		if _, err := s.ResolveDueCampaigns(ctx); err != nil && ctx.Err() == nil {
 			s.logger.Warn("campaigns: resolving due campaigns", "error", err)
+		}
+		if time.Since(watched) >= campaignWatchEvery {
+			watched = time.Now()
+			if _, err := s.RestartStalledCampaigns(ctx); err != nil && ctx.Err() == nil {
+				s.logger.Warn("campaigns: restarting stalled campaigns", "error", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -100,14 +108,16 @@ func (s *Service) RunCampaignScheduler(ctx context.Context, every time.Duration)
 // sending), the first chunk of its audience, its campaign.started event
 // and its send job commit in one transaction; the rest of the audience is
 // written a chunk at a time, each chunk its own transaction
-// (resolveChunks), while the send job already sends. A campaign another
-// node started first is skipped.
+// (resolveChunks); the send job waits until it is whole. A campaign
+// another node started first is skipped; one that fails is logged and
+// does not hold up the others (the first error is returned).
 func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 	due, err := s.db.DueCampaigns(ctx, s.db.Now(), 16)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
+	var failed error
 	for _, c := range due {
 		s.logger.Info("campaign: resolving", "brand_id", c.BrandID, "campaign_id", c.ID)
 		a := store.Audience{SegmentID: c.SegmentID}
@@ -130,7 +140,10 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 		case errors.Is(err, store.ErrNotFound):
 			s.logger.Warn("campaigns: campaign or segment not found", "brand_id", c.BrandID, "campaign_id", c.ID)
 		case err != nil:
-			return n, err
+			// One campaign that cannot be resolved now must not hold up
+			// the others due in the same tick.
+			s.logger.Warn("campaigns: resolving a campaign", "brand_id", c.BrandID, "campaign_id", c.ID, "error", err)
+			failed = cmp.Or(failed, err)
 		default:
 			n++
 			s.logger.Info("campaign started", "brand_id", c.BrandID, "campaign_id", c.ID, "messages", c.Stats.Queued,
@@ -138,7 +151,9 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 			if done {
 				s.resolved(ctx, c)
 			} else if err := s.resolveChunks(ctx, c); err != nil {
-				return n, err
+				// The next tick resumes it (ResolvingCampaigns).
+				s.logger.Warn("campaigns: resolving a campaign", "brand_id", c.BrandID, "campaign_id", c.ID, "error", err)
+				failed = cmp.Or(failed, err)
 			}
 		}
 	}
@@ -146,14 +161,15 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 	// (their chunks and ours then take turns, guarded by the cursor).
 	resuming, err := s.db.ResolvingCampaigns(ctx, 16)
 	if err != nil {
-		return n, err
+		return n, cmp.Or(failed, err)
 	}
 	for _, c := range resuming {
 		if err := s.resolveChunks(ctx, c); err != nil {
-			return n, err
+			s.logger.Warn("campaigns: resuming a resolution", "brand_id", c.BrandID, "campaign_id", c.ID, "error", err)
+			failed = cmp.Or(failed, err)
 		}
 	}
-	return n, nil
+	return n, failed
 }
 
 // resolveChunks writes the rest of the started campaign c's audience, a
@@ -436,10 +452,22 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 		if err != nil {
 			return err
 		}
+		// A campaign canceled while the batch was with the provider is
+		// claimed from no more: a message put back would stay queued for
+		// ever, so it fails as the cancel would have failed it.
+		// Only a batch with such messages locks the row.
+		status := parley.CampaignSending
+		if len(temp) > 0 {
+			if status, err = tx.LockCampaignStatus(ctx, brandID, c.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
 		var retry []int64
 		fails := fails
 		for _, id := range temp {
-			if attempts[id] >= maxCampaignAttempts {
+			if status != parley.CampaignSending {
+				fails = append(fails, campaignFail{id: id, code: parley.ErrorCodeCanceled, msg: canceledReason})
+			} else if attempts[id] >= maxCampaignAttempts {
 				fails = append(fails, campaignFail{id: id, code: "provider_unavailable", msg: "The provider did not take the message after repeated attempts."})
 			} else {
 				retry = append(retry, id)

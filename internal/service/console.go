@@ -30,6 +30,12 @@ const SearchLimit = 50
 // An empty query gives the newest contacts.
 func (s *Service) SearchContacts(ctx context.Context, brandID int64, q string) ([]*parley.User, error) {
 	q = strings.TrimSpace(q)
+	// No contact's name, email or number holds a NUL or bytes that are not
+	// UTF-8 (PostgreSQL stores neither, and refuses them as a parameter):
+	// such a query finds nobody, rather than failing the page.
+	if strings.ContainsRune(q, 0) || !utf8.ValidString(q) {
+		return []*parley.User{}, nil
+	}
 	switch {
 	case q == "":
 		return s.db.RecentUsers(ctx, brandID, SearchLimit)

@@ -141,14 +141,19 @@ func (o *Operators) SignIn(ctx context.Context, email, password, client string) 
 	window := or(o.ThrottleWindow, 15*time.Minute)
 	email = strings.ToLower(strings.TrimSpace(email))
 	emailKey, clientKey := "email:"+email, "client:"+client
-	wait := max(o.throttle.blocked(emailKey, or(o.MaxFailuresPerEmail, 5), window, now),
-		o.throttle.blocked(clientKey, or(o.MaxFailuresPerClient, 20), window, now))
+	// The attempt counts as a failure from here on (see attempt): guesses
+	// sent at once cannot all pass before the first is counted.
+	wait := o.throttle.attempt(window, now, throttleKey{emailKey, or(o.MaxFailuresPerEmail, 5)},
+		throttleKey{clientKey, or(o.MaxFailuresPerClient, 20)})
 	if wait > 0 {
 		mins := int((wait + time.Minute - 1) / time.Minute)
 		return nil, parley.Errorf(parley.ERateLimited, "Too many failed sign-ins. Try again in %d minute%s.", mins, plural(mins))
 	}
 	rec, err := o.s.db.FindOperatorByEmail(ctx, email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		// Not a wrong password: the database failed.
+		o.throttle.succeeded(emailKey)
+		o.throttle.succeeded(clientKey)
 		return nil, err
 	}
 	ok := false
@@ -158,11 +163,10 @@ func (o *Operators) SignIn(ctx context.Context, email, password, client string) 
 		checkPassword(decoyHash(), password)
 	}
 	if !ok {
-		o.throttle.fail(emailKey, window, now)
-		o.throttle.fail(clientKey, window, now)
-		return nil, errBadSignIn
+		return nil, errBadSignIn // counted by attempt
 	}
 	o.throttle.reset(emailKey)
+	o.throttle.succeeded(clientKey)
 	return o.open(ctx, &rec.Operator)
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/delivery"
+	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/phone"
 	"github.com/parleyhq/parley/internal/secretbox"
@@ -81,6 +82,11 @@ type Service struct {
 	// campaignBatch and staleClaim tune the campaign sender (SetCampaigns).
 	campaignBatch int
 	staleClaim    time.Duration
+
+	// extractor fills auto-collected custom data (D20); nil turns it off.
+	extractor      extract.Extractor
+	extractMetrics ExtractionMetrics
+	autoFields     sync.Map // brand id → autoFieldsEntry
 
 	webhookAllowPrivate bool
 	webhookClient       *http.Client

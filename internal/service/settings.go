@@ -89,6 +89,12 @@ func applySettings(st *parley.BrandSettings, u parley.BrandSettingsUpdate) error
 		}
 		st.SendRate = r
 	}
+	if u.ExtractWhenOptedOut.Set {
+		if !u.ExtractWhenOptedOut.Valid {
+			return invalid("extract_when_opted_out", "must be true or false")
+		}
+		st.ExtractWhenOptedOut = u.ExtractWhenOptedOut.Value
+	}
 	return nil
 }
 

@@ -24,25 +24,48 @@ func newSigninThrottle() *signinThrottle {
 	return &signinThrottle{entries: make(map[string]*throttleEntry)}
 }
 
-// blocked returns how long key must wait when it has reached limit
-// failures within window, else 0.
-func (t *signinThrottle) blocked(key string, limit int, window time.Duration, now time.Time) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.entries[key]
-	if e == nil || now.Sub(e.since) >= window {
-		return 0
-	}
-	if e.failures < limit {
-		return 0
-	}
-	return e.since.Add(window).Sub(now)
+// throttleKey is a key and how many failures it may have in a window.
+type throttleKey struct {
+	key   string
+	limit int
 }
 
-// fail records a failure of key.
-func (t *signinThrottle) fail(key string, window time.Duration, now time.Time) {
+// attempt is blocked and fail as one step: it returns how long the caller
+// must wait when a key has reached its limit, else 0 after counting the
+// attempt as a failure of every key. Counting before the password is
+// checked is what bounds a burst of guesses sent at once: a check whose
+// failure was counted only after the hash (tens of milliseconds) let every
+// guess of the burst pass. A sign-in that succeeds takes its count back
+// (succeeded).
+func (t *signinThrottle) attempt(window time.Duration, now time.Time, keys ...throttleKey) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var wait time.Duration
+	for _, k := range keys {
+		if e := t.entries[k.key]; e != nil && now.Sub(e.since) < window && e.failures >= k.limit {
+			wait = max(wait, e.since.Add(window).Sub(now))
+		}
+	}
+	if wait > 0 {
+		return wait
+	}
+	for _, k := range keys {
+		t.failLocked(k.key, window, now)
+	}
+	return 0
+}
+
+// succeeded takes back the failure attempt counted for key.
+func (t *signinThrottle) succeeded(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.entries[key]; e != nil && e.failures > 0 {
+		e.failures--
+	}
+}
+
+// failLocked records a failure of key; t.mu is held.
+func (t *signinThrottle) failLocked(key string, window time.Duration, now time.Time) {
 	if len(t.entries) > 100_000 { // bound the memory a flood of keys can take
 		for k, e := range t.entries {
 			if now.Sub(e.since) >= window {

@@ -189,6 +189,22 @@ func (tx *Tx) HoldCampaignMessages(ctx context.Context, brandID int64, ids []int
 	return nil
 }
 
+// LockCampaignStatus returns the brand's campaign's status, locking its
+// row until tx ends: a cancel (which updates the row first) then either
+// committed before, and is seen, or waits for tx, and its failing of the
+// unclaimed messages sees what tx released. ErrNotFound when there is none.
+func (tx *Tx) LockCampaignStatus(ctx context.Context, brandID, id int64) (string, error) {
+	var status string
+	err := tx.queryRow(ctx, `UPDATE campaigns SET status = status WHERE brand_id = ? AND id = ? RETURNING status`,
+		brandID, id).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	} else if err != nil {
+		return "", fmt.Errorf("store: lock campaign: %w", err)
+	}
+	return status, nil
+}
+
 // ReleaseCampaignMessages undoes the claim of messages the provider did
 // not take (a temporary error), so a later batch sends them again.
 func (tx *Tx) ReleaseCampaignMessages(ctx context.Context, brandID int64, ids []int64) error {

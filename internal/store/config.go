@@ -69,6 +69,42 @@ func listCustomFields(ctx context.Context, q querier, brandID int64) ([]*parley.
 	return out, rows.Err()
 }
 
+// FindCustomField returns a field of the brand, or ErrNotFound.
+func (tx *Tx) FindCustomField(ctx context.Context, brandID, id int64) (*parley.CustomField, error) {
+	fs, err := listCustomFields(ctx, tx, brandID)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fs {
+		if f.ID == id {
+			return f, nil
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// UpdateCustomField stores the members of f that may change after its
+// creation: everything but its name, type and subtype, which give its
+// custom_data key and the form of the values users already hold.
+func (tx *Tx) UpdateCustomField(ctx context.Context, f *parley.CustomField) error {
+	enum, err := json.Marshal(nonNil(f.AvailableEnumValues))
+	if err != nil {
+		return err
+	}
+	res, err := tx.exec(ctx, `UPDATE custom_fields SET description = ?, available_enum_values = ?, include_in_ai_prompt = ?,
+	include_user_answers = ?, is_append = ?, is_auto_collected = ?, extraction_prompt = ?, is_emphasize_current = ?,
+	is_emphasize_personal = ? WHERE brand_id = ? AND id = ?`,
+		f.Description, string(enum), f.IncludeInAIPrompt, f.IncludeUserAnswers, f.IsAppend, f.IsAutoCollected,
+		f.ExtractionPrompt, f.IsEmphasizeCurrent, f.IsEmphasizePersonal, f.BrandID, f.ID)
+	if err != nil {
+		return fmt.Errorf("store: update custom field: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
 // DeleteCustomField removes a field of the brand; ErrNotFound when absent.
 func (tx *Tx) DeleteCustomField(ctx context.Context, brandID, id int64) error {
 	res, err := tx.exec(ctx, `DELETE FROM custom_fields WHERE brand_id = ? AND id = ?`, brandID, id)

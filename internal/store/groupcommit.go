@@ -169,7 +169,14 @@ func (db *DB) commitGroup(batch []*groupOp) {
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch) })
+	// On PostgreSQL the group's new users go in one INSERT (writebehind.go);
+	// when a number is taken, the group runs again, in one transaction,
+	// with each insert sent on its own.
+	hold := db.engine == "postgres" && len(batch) > 1
+	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch, hold) })
+	if hold && errors.Is(err, errBehindConflict) {
+		err = db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch, false) })
+	}
 	rerun := err != nil && len(batch) > 1 && !CommitUncertain(err)
 	// One deadline for all of them: when the database itself fails, the
 	// group must not take a timeout per write to find out.
@@ -204,7 +211,7 @@ func (op *groupOp) gone() bool {
 
 // runOne runs op in a transaction of its own.
 func (db *DB) runOne(ctx context.Context, op *groupOp) error {
-	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}) })
+	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}, false) })
 }
 
 // finish reports the op's outcome once its transaction ended with err.
@@ -226,10 +233,14 @@ func (op *groupOp) finish(err error) {
 
 // runGroupOps records the batch's signatures and checks its keys, runs
 // its writes in order, then stores their keys. A write refused by its
-// signature or key does not run.
-func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
+// signature or key does not run. With hold, the users the writes create
+// are held for one INSERT (writebehind.go).
+func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp, hold bool) error {
 	for _, op := range batch {
 		op.failed, op.answer = nil, nil
+	}
+	if hold {
+		tx.behind = &writeBehind{}
 	}
 	replayed, err := recordSignatures(ctx, tx, batch)
 	if err != nil {
@@ -246,6 +257,10 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp) error {
 			continue
 		}
 		if err := op.run(ctx, tx); err != nil {
+			// A held send that failed under the write is the cause.
+			if tx.behind != nil && tx.behind.err != nil {
+				return tx.behind.err
+			}
 			return err
 		}
 	}

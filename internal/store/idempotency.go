@@ -144,22 +144,34 @@ func (tx *Tx) keyArgs(args []any, kw *parley.KeyedWrite, a *parley.Answer, at in
 // scanKey scans keyColumns and reports whether a request still holds the
 // key at now.
 func scanKey(scan func(...any) error, now time.Time) (*parley.IdempotencyRecord, bool, error) {
-	var (
-		rec         parley.IdempotencyRecord
-		status      sql.NullInt64
-		ctype       sql.NullString
-		body        []byte
-		lockedUntil sql.NullInt64
-		expiresAt   int64
-	)
-	if err := scan(&rec.RequestHash, &status, &ctype, &body, &lockedUntil, &expiresAt); err != nil {
+	var r keyRow
+	if err := scan(r.dest()...); err != nil {
 		return nil, false, err
 	}
-	if status.Valid {
-		rec.Answer = &parley.Answer{Status: int(status.Int64), ContentType: ctype.String, Body: body}
+	rec, held := r.record(now)
+	return rec, held, nil
+}
+
+// keyRow is keyColumns as scanned.
+type keyRow struct {
+	hash, body          []byte
+	status, lockedUntil sql.NullInt64
+	ctype               sql.NullString
+	expiresAt           sql.NullInt64
+}
+
+func (r *keyRow) dest() []any {
+	return []any{&r.hash, &r.status, &r.ctype, &r.body, &r.lockedUntil, &r.expiresAt}
+}
+
+// record is the key as stored, and whether a request still holds it at now.
+func (r *keyRow) record(now time.Time) (*parley.IdempotencyRecord, bool) {
+	rec := &parley.IdempotencyRecord{RequestHash: r.hash}
+	if r.status.Valid {
+		rec.Answer = &parley.Answer{Status: int(r.status.Int64), ContentType: r.ctype.String, Body: r.body}
 	}
 	at := micros(now)
-	return &rec, expiresAt > at && (status.Valid || lockedUntil.Int64 > at), nil
+	return rec, r.expiresAt.Int64 > at && (r.status.Valid || r.lockedUntil.Int64 > at)
 }
 
 // sealedAnswer begins an answer body sealed with the answer box. A body
@@ -278,18 +290,21 @@ func (tx *Tx) heldKeys(ctx context.Context, ops []*groupOp) (map[brandKey]*parle
 	if len(ops) == 0 {
 		return held, nil
 	}
-	var q strings.Builder
-	args := make([]any, 0, 2*len(ops))
-	q.WriteString(`SELECT brand_id, idem_key, ` + keyColumns + ` FROM idempotency_keys WHERE (brand_id, idem_key) IN (`)
-	for i, op := range ops {
-		if i > 0 {
-			q.WriteString(", ")
+	if tx.readKeys != nil { // read with the signatures: every key of ops is in it if held
+		for _, op := range ops {
+			k := brandKey{op.keyed.BrandID, op.keyed.Key}
+			if rec := tx.readKeys[k]; rec != nil {
+				held[k] = rec
+			}
 		}
-		q.WriteString("(?, ?)")
-		args = append(args, op.keyed.BrandID, op.keyed.Key)
+		tx.readKeys = nil
+		return held, nil
 	}
-	q.WriteString(")")
-	rows, err := tx.query(ctx, q.String(), args...)
+	brands, keys := make([]int64, len(ops)), make([]string, len(ops))
+	for i, op := range ops {
+		brands[i], keys[i] = op.keyed.BrandID, op.keyed.Key
+	}
+	rows, err := tx.query(ctx, qReadKeys, brands, keys)
 	if err != nil {
 		return nil, fmt.Errorf("store: read idempotency keys: %w", err)
 	}
@@ -309,6 +324,23 @@ func (tx *Tx) heldKeys(ctx context.Context, ops []*groupOp) (map[brandKey]*parle
 	}
 	return held, nil
 }
+
+// qReadKeys reads a group's keys on PostgreSQL, one array per column (see
+// qRecordSignatures). The LIMIT keeps the lookup of each key a subquery
+// of its own, which only the primary key serves: as a join, the plan
+// made while the table was empty (autovacuum does not analyze it; the
+// prepared statement keeps that plan) hashed a scan of the whole table
+// for every group.
+const qReadKeys = `SELECT q.brand_id, q.idem_key, k.* FROM unnest(?::bigint[], ?::text[]) AS q(brand_id, idem_key)
+	CROSS JOIN LATERAL (SELECT ` + keyColumns + ` FROM idempotency_keys
+		WHERE brand_id = q.brand_id AND idem_key = q.idem_key LIMIT 1) k`
+
+// qInsertKeysArrays stores a group's keys on PostgreSQL, one array per
+// column (see qRecordSignatures), in the order given.
+const qInsertKeysArrays = `INSERT INTO idempotency_keys (brand_id, idem_key, request_hash, locked_until,
+			status, content_type, body, created_at, expires_at)
+	SELECT * FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::bigint[], ?::bigint[], ?::text[], ?::bytea[],
+		?::bigint[], ?::bigint[])`
 
 // storeKeys stores the keys of the batch's writes that ran, each with its
 // answer or as a claim (see storeKey): one INSERT on PostgreSQL, in key
@@ -337,19 +369,26 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		return cmp.Or(cmp.Compare(a.keyed.BrandID, b.keyed.BrandID), strings.Compare(a.keyed.Key, b.keyed.Key))
 	})
 	at := micros(tx.now)
-	var q strings.Builder
-	args := make([]any, 0, 9*len(ops)+2)
-	q.WriteString(qInsertKeys)
+	n := len(ops)
+	var (
+		brands, created, expires = make([]int64, n), make([]int64, n), make([]int64, n)
+		locked, status           = make([]*int64, n), make([]*int64, n)
+		keys                     = make([]string, n)
+		ctypes                   = make([]*string, n)
+		hashes, bodies           = make([][]byte, n), make([][]byte, n)
+	)
 	for i, op := range ops {
-		if i > 0 {
-			q.WriteString(", ")
+		kw, a := op.keyed, op.answer
+		brands[i], keys[i], hashes[i], created[i], expires[i] = kw.BrandID, kw.Key, kw.Hash, at, micros(kw.Expires)
+		if a == nil {
+			lu := micros(kw.LockedUntil)
+			locked[i] = &lu
+			continue
 		}
-		q.WriteString(keyValues)
-		args = tx.keyArgs(args, op.keyed, op.answer, at)
+		st, ct := int64(a.Status), a.ContentType
+		status[i], ctypes[i], bodies[i] = &st, &ct, tx.db.sealAnswer(kw.BrandID, kw.Key, a.Body)
 	}
-	q.WriteString(qTakeOver)
-	args = append(args, at, at)
-	res, err := tx.exec(ctx, q.String(), args...)
+	res, err := tx.exec(ctx, qInsertKeysArrays+qTakeOver, brands, keys, hashes, locked, status, ctypes, bodies, created, expires, at, at)
 	if err != nil {
 		return fmt.Errorf("store: store idempotency keys: %w", err)
 	}

@@ -14,15 +14,27 @@ var ErrNotFound = errors.New("store: not found")
 // Statements are prepared once per connection below database/sql: by the
 // SQLite connector (sqliteconn.go) and by pgx's statement cache.
 
+// Each statement of a transaction first sends the users it holds
+// (writebehind.go), so that it sees them.
+
 func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if err := tx.flushFor(ctx, query); err != nil {
+		return tx.tx.QueryRowContext(canceled, "SELECT 1")
+	}
 	return tx.tx.QueryRowContext(ctx, tx.db.rebind(query), args...)
 }
 
 func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := tx.flushFor(ctx, query); err != nil {
+		return nil, err
+	}
 	return tx.tx.ExecContext(ctx, tx.db.rebind(query), args...)
 }
 
 func (tx *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := tx.flushFor(ctx, query); err != nil {
+		return nil, err
+	}
 	return tx.tx.QueryContext(ctx, tx.db.rebind(query), args...)
 }
 

@@ -2,9 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/parleyhq/parley"
 )
@@ -37,14 +37,10 @@ func (tx *Tx) recordSignature(ctx context.Context, sw *parley.SignedWrite) error
 // replays. A copy of a request earlier in the batch is held back
 // (errHeldBack).
 func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*groupOp]bool, error) {
-	type sigKey struct {
-		expires int64
-		sig     string
-	}
-	var q strings.Builder
-	var args []any
 	first := map[sigKey]*groupOp{}
 	replayed := map[*groupOp]bool{}
+	var expires []int64
+	var sigs [][]byte
 	for _, op := range batch {
 		sw := op.signed
 		if sw == nil || sw.Recorded() {
@@ -65,18 +61,26 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 			continue
 		}
 		replayed[op] = true // until the INSERT says it added the key
-		if len(args) == 0 {
-			q.WriteString(`INSERT INTO seen_signatures (expires_at, sig) VALUES (?, ?)`)
-		} else {
-			q.WriteString(", (?, ?)")
-		}
-		args = append(args, k.expires, sw.Key)
+		expires, sigs = append(expires, k.expires), append(sigs, sw.Key)
 	}
-	if len(args) == 0 {
+	if len(sigs) == 0 {
 		return replayed, nil
 	}
-	q.WriteString(` ON CONFLICT (expires_at, sig) DO NOTHING RETURNING expires_at, sig`)
-	rows, err := tx.query(ctx, q.String(), args...)
+	// The keys the group will check are read by the same statement (see
+	// qRecordSignaturesReadKeys): one round trip less per keyed group.
+	var brands []int64
+	var keys []string
+	for _, op := range batch {
+		if kw := op.keyed; kw != nil && op.failed == nil {
+			brands, keys = append(brands, kw.BrandID), append(keys, kw.Key)
+		}
+	}
+	q, args := qRecordSignatures, []any{expires, sigs}
+	if len(keys) > 0 {
+		q, args = qRecordSignaturesReadKeys, append(args, brands, keys)
+		tx.readKeys = map[brandKey]*parley.IdempotencyRecord{}
+	}
+	rows, err := tx.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: record signatures: %w", err)
 	}
@@ -84,8 +88,16 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 	for rows.Next() {
 		var k sigKey
 		var sig []byte
-		if err := rows.Scan(&k.expires, &sig); err != nil {
+		if len(keys) == 0 {
+			err = rows.Scan(&k.expires, &sig)
+		} else {
+			err = tx.scanSignatureOrKey(rows, &k.expires, &sig)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("store: record signatures: %w", err)
+		}
+		if sig == nil {
+			continue // a key's row
 		}
 		k.sig = string(sig)
 		if op := first[k]; op != nil {
@@ -94,6 +106,51 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 	}
 	return replayed, rows.Err()
 }
+
+// qRecordSignaturesReadKeys is qRecordSignatures that also returns, after
+// the signatures it added, the rows of the keys it is given (qReadKeys),
+// with a NULL signature.
+const qRecordSignaturesReadKeys = `WITH s AS (` + qRecordSignatures + `)
+	SELECT expires_at, sig, NULL::bigint, NULL::text, NULL::bytea, NULL::bigint, NULL::text, NULL::bytea,
+		NULL::bigint, NULL::bigint FROM s
+	UNION ALL
+	SELECT NULL, NULL, q.brand_id, q.idem_key, k.* FROM unnest(?::bigint[], ?::text[]) AS q(brand_id, idem_key)
+	CROSS JOIN LATERAL (SELECT ` + keyColumns + ` FROM idempotency_keys
+		WHERE brand_id = q.brand_id AND idem_key = q.idem_key LIMIT 1) k`
+
+// scanSignatureOrKey scans a row of qRecordSignaturesReadKeys: a signature
+// added, or a key's row, which it keeps in tx.readKeys when a request
+// still holds the key.
+func (tx *Tx) scanSignatureOrKey(rows *sql.Rows, expires *int64, sig *[]byte) error {
+	var exp, brand sql.NullInt64
+	var key sql.NullString
+	var r keyRow
+	if err := rows.Scan(append([]any{&exp, sig, &brand, &key}, r.dest()...)...); err != nil {
+		return err
+	}
+	if exp.Valid {
+		*expires = exp.Int64
+		return nil
+	}
+	if rec, held := r.record(tx.now); held {
+		tx.readKeys[brandKey{brand.Int64, key.String}] = rec
+	}
+	return nil
+}
+
+// sigKey names a recorded signature.
+type sigKey struct {
+	expires int64
+	sig     string
+}
+
+// qRecordSignatures records a group's signatures on PostgreSQL, one array
+// per column: one statement whatever their number, so one prepared
+// statement and plan per connection (with a VALUES row per signature,
+// each group size was a statement of its own, planned again and again).
+const qRecordSignatures = `INSERT INTO seen_signatures (expires_at, sig)
+	SELECT * FROM unnest(?::bigint[], ?::bytea[])
+	ON CONFLICT (expires_at, sig) DO NOTHING RETURNING expires_at, sig`
 
 // forgetSignature takes back the signature of a write held back from its
 // group (errHeldBack): it runs again alone, where the signature is

@@ -20,12 +20,12 @@ func (tx *Tx) BrandSettings(ctx context.Context, brandID int64) (*parley.BrandSe
 }
 
 const qBrandSettings = `SELECT sending_window_start, sending_window_end, time_zone, frequency_cap_max,
-	frequency_cap_hours, send_rate FROM brands WHERE id = ?`
+	frequency_cap_hours, send_rate, extract_when_opted_out FROM brands WHERE id = ?`
 
 func scanSettings(row *sql.Row) (*parley.BrandSettings, error) {
 	var s parley.BrandSettings
 	var capMax, capHours sql.NullInt64
-	err := row.Scan(&s.SendingWindow.Start, &s.SendingWindow.End, &s.TimeZone, &capMax, &capHours, &s.SendRate)
+	err := row.Scan(&s.SendingWindow.Start, &s.SendingWindow.End, &s.TimeZone, &capMax, &capHours, &s.SendRate, &s.ExtractWhenOptedOut)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	} else if err != nil {
@@ -46,8 +46,8 @@ func (tx *Tx) SaveBrandSettings(ctx context.Context, brandID int64, s *parley.Br
 		capHours = sql.NullInt64{Int64: int64(c.PerHours), Valid: true}
 	}
 	res, err := tx.exec(ctx, `UPDATE brands SET sending_window_start = ?, sending_window_end = ?, time_zone = ?,
-		frequency_cap_max = ?, frequency_cap_hours = ?, send_rate = ? WHERE id = ?`,
-		s.SendingWindow.Start, s.SendingWindow.End, s.TimeZone, capMax, capHours, s.SendRate, brandID)
+		frequency_cap_max = ?, frequency_cap_hours = ?, send_rate = ?, extract_when_opted_out = ? WHERE id = ?`,
+		s.SendingWindow.Start, s.SendingWindow.End, s.TimeZone, capMax, capHours, s.SendRate, s.ExtractWhenOptedOut, brandID)
 	if err != nil {
 		return fmt.Errorf("store: save brand settings: %w", err)
 	}

@@ -85,7 +85,14 @@ func (tx *Tx) FindUserByPhone(ctx context.Context, brandID int64, phone string) 
 // same number fails the write with EDuplicate, as Unchanged: the insert
 // takes the number only if it is free, so the other writes of a group
 // commit are not undone with it (D5).
+//
+// In a PostgreSQL group commit the user is held for one INSERT with the
+// group's others (writebehind.go): it gets its id at once, and a number
+// taken fails the group, which then runs again without holding.
 func (tx *Tx) InsertUser(ctx context.Context, u *parley.User) error {
+	if tx.behind != nil {
+		return tx.holdUser(ctx, u)
+	}
 	loc := u.Location
 	if loc == nil {
 		loc = &parley.Location{}

@@ -112,7 +112,8 @@ type Config struct {
 	// messages, without the US rules (D17: --us-sending-rules=false).
 	NoUSSendingRules bool
 	// CampaignBatch is how many campaign messages one batch sends; 0 means
-	// service.DefaultCampaignBatch.
+	// service.DefaultCampaignBatch (a smaller one on SQLite, whose one
+	// writer the API's writes wait for).
 	CampaignBatch int
 	// CampaignPoll is how often a worker node looks for campaigns whose
 	// send_at has come; 0 means 200 ms.

@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -349,4 +353,35 @@ func (e *env) mustFindUser(t testing.TB, phone string) *parley.User {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestBrowserCrossOriginFormRefused: a page on another site that posts a
+// form to the console (here: change the signed-in admin's password) is
+// refused in a real browser with the operator signed in, and changes
+// nothing (D19, http.CrossOriginProtection).
+func TestBrowserCrossOriginFormRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><html><body><main><h1>You won</h1>
+<form method="post" action="%s/console/password">
+<input type="hidden" name="password" value="stolen password!"><input type="hidden" name="confirm" value="stolen password!">
+<button>Claim your prize</button></form></main></body></html>`, e.Server.URL)
+	}))
+	defer evil.Close()
+	_, port, _ := net.SplitHostPort(evil.Listener.Addr().String())
+	b := newBrowser(t, e.Server.URL)
+	b.signIn("admin@a.example", password)
+	b.do(chromedp.Navigate("http://localhost:" + port + "/")) // another site than 127.0.0.1
+	if h := b.H1(); h != "You won" {
+		t.Fatalf("the other site's page: %q", h)
+	}
+	b.Submit("Claim your prize")
+	if h := b.H1(); h != "Forbidden" {
+		t.Errorf("the cross-site post: page %q, want Forbidden\n%s", h, b.Text())
+	}
+	if p := e.web(t).post("/console/signin", url.Values{"email": {"admin@a.example"}, "password": {"stolen password!"}}); p.Status == http.StatusSeeOther {
+		t.Error("the other site changed the admin's password")
+	}
+	e.web(t).signIn("admin@a.example") // the old password still works
 }

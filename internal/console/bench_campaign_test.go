@@ -5,15 +5,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/internal/apitest"
-	"github.com/parleyhq/parley/internal/bench"
 )
 
 // BenchmarkConsoleSegmentCampaignPages renders the Segments and Campaigns
@@ -26,24 +22,7 @@ import (
 //
 //	go test -run '^$' -bench ConsoleSegmentCampaignPages -benchtime 200x ./internal/console/
 func BenchmarkConsoleSegmentCampaignPages(b *testing.B) {
-	n := 1_000_000
-	if s := os.Getenv("PARLEY_CONSOLE_BENCH_USERS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
-	e := apitest.New(b)
-	start := time.Now()
-	seed, err := bench.SeedConsole(e.Ctx, e.App.DB, e.App.Service, n)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("%s: seeded %d contacts and %d messages in %s", apitest.Engine(), n, seed.Messages, time.Since(start).Round(time.Second))
-	if _, err := e.App.Operators.Add(e.Ctx, seed.BrandID, "bench@example.com", parley.RoleAdmin, password); err != nil {
-		b.Fatal(err)
-	}
-	s, err := e.App.Operators.SignIn(e.Ctx, "bench@example.com", password, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
+	e, seed, s := benchConsole(b)
 	o := parley.Origin{Source: "bench"}
 	grace := "grace"
 	seg, err := e.App.Service.CreateSegment(e.Ctx, o, seed.BrandID, &parley.Segment{Name: "Grace", IsActive: true,

@@ -17,13 +17,9 @@ import (
 	"github.com/parleyhq/parley/internal/service"
 )
 
-// BenchmarkConsolePages renders each console page server-side over a
-// brand of 1,000,000 contacts (issue #18: p95 ≤ 50 ms), through the whole
-// HTTP handler (session, brand, query, template), and reports p50 and p95.
-// PARLEY_CONSOLE_BENCH_USERS changes the size. Seeding takes minutes:
-//
-//	go test -run '^$' -bench ConsolePages -benchtime 200x ./internal/console/
-func BenchmarkConsolePages(b *testing.B) {
+// benchConsole seeds a brand of PARLEY_CONSOLE_BENCH_USERS contacts
+// (default 1,000,000) and signs an admin of it in.
+func benchConsole(b *testing.B) (*apitest.Env, *bench.ConsoleSeed, *service.Session) {
 	n := 1_000_000
 	if s := os.Getenv("PARLEY_CONSOLE_BENCH_USERS"); s != "" {
 		n, _ = strconv.Atoi(s)
@@ -42,6 +38,17 @@ func BenchmarkConsolePages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return e, seed, s
+}
+
+// BenchmarkConsolePages renders each console page server-side over a
+// brand of 1,000,000 contacts (issue #18: p95 ≤ 50 ms), through the whole
+// HTTP handler (session, brand, query, template), and reports p50 and p95.
+// PARLEY_CONSOLE_BENCH_USERS changes the size. Seeding takes minutes:
+//
+//	go test -run '^$' -bench ConsolePages -benchtime 200x ./internal/console/
+func BenchmarkConsolePages(b *testing.B) {
+	e, seed, s := benchConsole(b)
 	h := e.App.Server.Handler()
 	get := func(b *testing.B, path string) {
 		req := httptest.NewRequest("GET", path, nil)

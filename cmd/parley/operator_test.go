@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOperatorCommand: `parley operator add` creates an operator with a
@@ -65,9 +66,14 @@ func TestServeBannerAndSignIn(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "parley-data")
 	stdout, _ := startServe(t, dir)
 	base := serveURL(t, stdout.String())
-	if !strings.Contains(stdout.String(), "Console: "+base+"/console/") ||
+	// The console's lines follow the serving line: wait for them.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stdout.String(), "Console: "+base+"/console/") ||
 		!strings.Contains(stdout.String(), "operator add --brand 1 --email you@example.com --role admin") {
-		t.Fatalf("the banner does not say how to sign in:\n%s", stdout.String())
+		if time.Now().After(deadline) {
+			t.Fatalf("the banner does not say how to sign in:\n%s", stdout.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	old := stdin
 	defer func() { stdin = old }()

@@ -76,11 +76,7 @@ func RunCampaign(ctx context.Context, o Options, probeRate float64) (*CampaignRe
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, w := range workers {
-			w.closeConn()
-		}
-	}()
+	defer closeAll(workers)
 	res := &CampaignResult{Scenario: ScenarioCampaign}
 	if o.Server != nil {
 		res.Engine = o.Server.Engine

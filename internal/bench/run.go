@@ -134,11 +134,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, w := range workers {
-			w.closeConn()
-		}
-	}()
+	defer closeAll(workers)
 
 	res := &Result{Scenario: o.Scenario, Mode: "closed", Concurrency: o.Concurrency, Rate: o.Rate,
 		Hardening: o.Hardening, IdempotencyKeys: o.Hardening && !o.NoKeys, DurationS: o.Duration.Seconds()}
@@ -193,7 +189,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // newRunner checks o and returns a runner for it with its workers, one
-// per connection; the caller closes their connections.
+// per connection; the caller closes their connections (closeAll).
 func newRunner(ctx context.Context, o Options) (*runner, []*worker, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 30 * time.Second
@@ -219,6 +215,13 @@ func newRunner(ctx context.Context, o Options) (*runner, []*worker, error) {
 		workers[i] = r.newWorker(ctx, uint64(i), dial)
 	}
 	return r, workers, nil
+}
+
+// closeAll closes the workers' connections.
+func closeAll(workers []*worker) {
+	for _, w := range workers {
+		w.closeConn()
+	}
 }
 
 func parseBase(s string) (*url.URL, error) {

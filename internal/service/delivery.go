@@ -77,8 +77,14 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 		log.Info("delivery attempt", "outcome", "failed", "error_code", CodeUnsubscribed)
 		return s.fail(ctx, brandID, messageID, CodeUnsubscribed, "The recipient has opted out of messages.")
 	}
+	// The brand's settings, read once for the window and cap (D17) and the
+	// send rate (D16).
+	set, err := s.db.BrandSettings(ctx, brandID)
+	if err != nil {
+		return err
+	}
 	if d.Message.Type == parley.TypeMarketing {
-		if done, err := s.gateMarketing(ctx, log, brandID, d); done || err != nil {
+		if done, err := s.gateMarketing(ctx, log, brandID, set, d); done || err != nil {
 			return err
 		}
 	}
@@ -105,7 +111,7 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 	}
 	// D16: the message takes its slot of the brand's send rate, ahead of
 	// any campaign (pacing.go).
-	if err := s.paceOne(ctx, brandID); err != nil {
+	if err := s.paceOne(ctx, brandID, set.SendRate); err != nil {
 		return err
 	}
 	// Record the attempt before the call, so a retry after a crash knows a
@@ -183,12 +189,8 @@ func (s *Service) SetUSSendingRules(on bool) { s.usSendingRules = on }
 // The cap is checked after the window, when the message is about to go,
 // so messages sent while it was held count. Two of a recipient's messages
 // dispatched at the same instant may both pass it: the count is not locked.
-func (s *Service) gateMarketing(ctx context.Context, log *slog.Logger, brandID int64, d *store.Delivery) (done bool, err error) {
+func (s *Service) gateMarketing(ctx context.Context, log *slog.Logger, brandID int64, set *parley.BrandSettings, d *store.Delivery) (done bool, err error) {
 	id := d.Message.ID
-	set, err := s.db.BrandSettings(ctx, brandID)
-	if err != nil {
-		return false, err
-	}
 	w, err := sendwindow.ParseWindow(set.SendingWindow.Start, set.SendingWindow.End)
 	if err != nil {
 		return false, err // settings are checked when saved: not the message's fault

@@ -87,13 +87,12 @@ func reserve(now, next time.Time, rate float64, want int, single bool) reservati
 }
 
 // paceOne reserves the slot of one single message of the brand when the
-// brand has a send rate, and waits for it. A slot too far ahead (single
+// brand has a send rate (rate > 0), and waits for it. A slot too far ahead (single
 // messages queued more than the lookahead) is a *jobs.Held: the job
 // snoozes and tries again then.
-func (s *Service) paceOne(ctx context.Context, brandID int64) error {
-	set, err := s.db.BrandSettings(ctx, brandID)
-	if err != nil || set.SendRate <= 0 {
-		return err
+func (s *Service) paceOne(ctx context.Context, brandID int64, rate float64) error {
+	if rate <= 0 {
+		return nil
 	}
 	var r reservation
 	if err := s.db.WithTx(ctx, func(tx *store.Tx) error {
@@ -101,11 +100,11 @@ func (s *Service) paceOne(ctx context.Context, brandID int64) error {
 		if err != nil {
 			return err
 		}
-		r = reserve(tx.Now(), next, set.SendRate, 1, true)
+		r = reserve(tx.Now(), next, rate, 1, true)
 		if r.n == 0 {
 			return nil
 		}
-		return tx.SetPacing(ctx, brandID, r.start.Add(span(r.n, set.SendRate)))
+		return tx.SetPacing(ctx, brandID, r.start.Add(span(r.n, rate)))
 	}); err != nil {
 		return err
 	}

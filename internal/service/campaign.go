@@ -117,9 +117,6 @@ func (s *Service) FindCampaign(ctx context.Context, brandID, id int64) (*parley.
 	} else if err != nil {
 		return nil, err
 	}
-	if err := s.db.AddMessageStats(ctx, brandID, []*parley.Campaign{c}); err != nil {
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -138,9 +135,6 @@ func (s *Service) ListCampaigns(ctx context.Context, brandID int64, f parley.Cam
 	if len(cs) > limit {
 		cs = cs[:limit]
 		next = encodeCursor(cs[limit-1].ID)
-	}
-	if err := s.db.AddMessageStats(ctx, brandID, cs); err != nil {
-		return nil, "", err
 	}
 	return cs, next, nil
 }
@@ -175,9 +169,6 @@ func (s *Service) CancelCampaign(ctx context.Context, o parley.Origin, brandID, 
 			return parley.Errorf(parley.ECampaignNotCancelable,
 				"Campaign with ID [%d] has completed: every message was handed to the provider or failed, so there is nothing to cancel.", id)
 		case err != nil:
-			return err
-		}
-		if err := tx.AddMessageStats(ctx, brandID, []*parley.Campaign{c}); err != nil {
 			return err
 		}
 		tx.Answer(c)

@@ -17,7 +17,12 @@ import (
 var ErrCampaignNotScheduled = errors.New("store: campaign is not scheduled")
 
 const campaignColumns = `id, brand_id, name, segment_id, body, media_item_uuids, type, status, send_at,
-	started_at, completed_at, date_created, recipients, skipped_unsubscribed, skipped_frequency_cap`
+	started_at, completed_at, date_created, recipients, skipped_unsubscribed, skipped_frequency_cap,
+	queued, sent, delivered, undelivered, failed, canceled`
+
+// campaignsFrom joins each campaign to its messages' counts (migration
+// 00021: triggers keep them as messages are written and change).
+const campaignsFrom = `campaigns c JOIN campaign_counts k ON k.campaign_id = c.id`
 
 // InsertCampaign stores c and sets its ID and DateCreated; an empty
 // Status is scheduled.
@@ -39,13 +44,16 @@ func (tx *Tx) InsertCampaign(ctx context.Context, c *parley.Campaign) error {
 	if err := row.Scan(&c.ID); err != nil {
 		return fmt.Errorf("store: insert campaign: %w", err)
 	}
+	if _, err := tx.exec(ctx, `INSERT INTO campaign_counts (campaign_id) VALUES (?)`, c.ID); err != nil {
+		return fmt.Errorf("store: insert campaign: %w", err)
+	}
 	return nil
 }
 
-// FindCampaign returns a campaign of the brand with the counts fixed at
-// resolution (CampaignStats adds the messages'), or ErrNotFound.
+// FindCampaign returns a campaign of the brand with its stats, or
+// ErrNotFound.
 func (db *DB) FindCampaign(ctx context.Context, brandID, id int64) (*parley.Campaign, error) {
-	c, err := scanCampaign(db.queryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns WHERE brand_id = ? AND id = ?`,
+	c, err := scanCampaign(db.queryRow(ctx, `SELECT `+campaignColumns+` FROM `+campaignsFrom+` WHERE brand_id = ? AND id = ?`,
 		brandID, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -54,10 +62,9 @@ func (db *DB) FindCampaign(ctx context.Context, brandID, id int64) (*parley.Camp
 }
 
 // ListCampaigns returns up to limit campaigns of the brand with id below
-// beforeID (0: no bound), newest first, with the counts fixed at
-// resolution.
+// beforeID (0: no bound), newest first, with their stats.
 func (db *DB) ListCampaigns(ctx context.Context, brandID, beforeID int64, limit int) ([]*parley.Campaign, error) {
-	q := `SELECT ` + campaignColumns + ` FROM campaigns WHERE brand_id = ?`
+	q := `SELECT ` + campaignColumns + ` FROM ` + campaignsFrom + ` WHERE brand_id = ?`
 	args := []any{brandID}
 	if beforeID != 0 {
 		q += ` AND id < ?`
@@ -79,7 +86,8 @@ func scanCampaign(scan func(...any) error) (*parley.Campaign, error) {
 	var started, completed sql.NullInt64
 	if err := scan(&c.ID, &c.BrandID, &c.Name, &c.SegmentID, &c.Body, &media, &c.Type, &c.Status, &sendAt,
 		&started, &completed, &created, &c.Stats.Recipients, &c.Stats.SkippedUnsubscribed,
-		&c.Stats.SkippedFrequencyCap); err != nil {
+		&c.Stats.SkippedFrequencyCap, &c.Stats.Queued, &c.Stats.Sent, &c.Stats.Delivered, &c.Stats.Undelivered,
+		&c.Stats.Failed, &c.Stats.Canceled); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
@@ -307,7 +315,7 @@ func (db *DB) CampaignResolving(ctx context.Context, brandID, id int64) (bool, e
 // resolution has not finished (campaigns_resolving): one a crash
 // interrupted, or one another node is resolving now.
 func (db *DB) ResolvingCampaigns(ctx context.Context, limit int) ([]*parley.Campaign, error) {
-	rows, err := db.query(ctx, `SELECT `+campaignColumns+` FROM campaigns
+	rows, err := db.query(ctx, `SELECT `+campaignColumns+` FROM `+campaignsFrom+`
 	WHERE resolve_cursor IS NOT NULL AND status = 'sending' ORDER BY id LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: resolving campaigns: %w", err)
@@ -337,31 +345,4 @@ func (tx *Tx) cappedMember(ctx context.Context, c *parley.Campaign) (string, []a
 	WHERE cm.brand_id = u.brand_id AND cm.user_id = u.id AND cm.direction = 'outbound' AND cm.type = 'MARKETING'
 	AND cm.status IN ('sent', 'delivered', 'undelivered') AND cm.date_sent >= ?) >= ?)`,
 		[]any{since, since, fc.MaxMessages}, nil
-}
-
-// CampaignStats returns the stats of the brand's campaign: the counts
-// fixed at resolution and its messages by status, in one query over the
-// campaign's index (canceled: failed with error_code canceled, not counted
-// in failed). A missing campaign is ErrNotFound.
-func (db *DB) CampaignStats(ctx context.Context, brandID, id int64) (*parley.CampaignStats, error) {
-	var s parley.CampaignStats
-	err := db.queryRow(ctx, `SELECT c.recipients, c.skipped_unsubscribed, c.skipped_frequency_cap,
-	coalesce(sum(CASE WHEN m.status = 'queued' THEN 1 ELSE 0 END), 0),
-	coalesce(sum(CASE WHEN m.status = 'sent' THEN 1 ELSE 0 END), 0),
-	coalesce(sum(CASE WHEN m.status = 'delivered' THEN 1 ELSE 0 END), 0),
-	coalesce(sum(CASE WHEN m.status = 'undelivered' THEN 1 ELSE 0 END), 0),
-	coalesce(sum(CASE WHEN m.status = 'failed' AND (m.error_code IS NULL OR m.error_code <> ?) THEN 1 ELSE 0 END), 0),
-	coalesce(sum(CASE WHEN m.status = 'failed' AND m.error_code = ? THEN 1 ELSE 0 END), 0)
-	FROM campaigns c LEFT JOIN messages m ON m.brand_id = c.brand_id AND m.campaign_id = c.id
-	WHERE c.brand_id = ? AND c.id = ?
-	GROUP BY c.id, c.recipients, c.skipped_unsubscribed, c.skipped_frequency_cap`,
-		parley.ErrorCodeCanceled, parley.ErrorCodeCanceled, brandID, id).Scan(
-		&s.Recipients, &s.SkippedUnsubscribed, &s.SkippedFrequencyCap,
-		&s.Queued, &s.Sent, &s.Delivered, &s.Undelivered, &s.Failed, &s.Canceled)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	} else if err != nil {
-		return nil, fmt.Errorf("store: campaign stats: %w", err)
-	}
-	return &s, nil
 }

@@ -103,7 +103,8 @@ func TestCampaignResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Status != parley.CampaignSending || got.StartedAt == nil || !got.StartedAt.Equal(segNow) ||
-		got.Stats.Recipients != 4 || got.Stats.SkippedUnsubscribed != 2 || got.Stats != c.Stats || got.Status != c.Status {
+		got.Stats.Recipients != 4 || got.Stats.SkippedUnsubscribed != 2 || got.Stats.Queued != 2 ||
+		got.Stats.SkippedFrequencyCap != c.Stats.SkippedFrequencyCap || got.Status != c.Status {
 		t.Errorf("campaign after resolution %+v (in memory %+v)", got, c)
 	}
 	wantStats(t, f.db, c, parley.CampaignStats{Recipients: 4, SkippedUnsubscribed: 2, Queued: 2})

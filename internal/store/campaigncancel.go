@@ -32,7 +32,7 @@ const qCancelMessages = `brand_id = ? AND campaign_id = ? AND status = 'queued' 
 // caller's transaction (D16): the campaign becomes canceled, and each of
 // its messages that no sender has claimed becomes failed with error_code
 // canceled and reason as error_message. It returns the campaign as stored
-// now, without the messages' stats, and whether this call canceled it:
+// now, its stats counting the failed messages, and whether this call canceled it:
 // a campaign canceled already is returned unchanged (false). A completed
 // campaign is ErrCampaignNotCancelable, a missing one ErrNotFound.
 //
@@ -55,14 +55,18 @@ func (tx *Tx) CancelCampaign(ctx context.Context, brandID, id int64, reason stri
 	if err != nil {
 		return nil, false, fmt.Errorf("store: cancel campaign: %w", err)
 	}
-	c, err := scanCampaign(tx.queryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns WHERE brand_id = ? AND id = ?`,
-		brandID, id).Scan)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, false, ErrNotFound
-	} else if err != nil {
-		return nil, false, err
+	find := func() (*parley.Campaign, error) {
+		c, err := tx.FindCampaign(ctx, brandID, id)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			err = fmt.Errorf("store: cancel campaign: %w", err)
+		}
+		return c, err
 	}
 	if changed == 0 {
+		c, err := find()
+		if err != nil {
+			return nil, false, err
+		}
 		if c.Status == parley.CampaignCompleted {
 			return nil, false, ErrCampaignNotCancelable
 		}
@@ -75,7 +79,8 @@ func (tx *Tx) CancelCampaign(ctx context.Context, brandID, id int64, reason stri
 		WHERE `+qCancelMessages, args...); err != nil {
 			return nil, false, fmt.Errorf("store: cancel campaign messages: %w", err)
 		}
-		return c, true, nil
+		c, err := find()
+		return c, err == nil, err
 	}
 	// Chunk by chunk, in id order: the first query finds where the chunk
 	// ends (none: this is the last one), the UPDATE fails what is still
@@ -115,7 +120,8 @@ func (tx *Tx) CancelCampaign(ctx context.Context, brandID, id int64, reason stri
 			}
 		}
 		if last {
-			return c, true, nil
+			c, err := find()
+			return c, err == nil, err
 		}
 		after = upto
 	}

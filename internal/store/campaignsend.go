@@ -22,7 +22,7 @@ import (
 // DueCampaigns returns up to limit campaigns whose send_at has come and
 // that are still scheduled, earliest first (campaigns_due).
 func (db *DB) DueCampaigns(ctx context.Context, now time.Time, limit int) ([]*parley.Campaign, error) {
-	rows, err := db.query(ctx, `SELECT `+campaignColumns+` FROM campaigns WHERE status = 'scheduled' AND send_at <= ?
+	rows, err := db.query(ctx, `SELECT `+campaignColumns+` FROM `+campaignsFrom+` WHERE status = 'scheduled' AND send_at <= ?
 	ORDER BY send_at LIMIT ?`, micros(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: due campaigns: %w", err)
@@ -32,7 +32,7 @@ func (db *DB) DueCampaigns(ctx context.Context, now time.Time, limit int) ([]*pa
 
 // FindCampaign is DB.FindCampaign inside tx.
 func (tx *Tx) FindCampaign(ctx context.Context, brandID, id int64) (*parley.Campaign, error) {
-	c, err := scanCampaign(tx.queryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns WHERE brand_id = ? AND id = ?`,
+	c, err := scanCampaign(tx.queryRow(ctx, `SELECT `+campaignColumns+` FROM `+campaignsFrom+` WHERE brand_id = ? AND id = ?`,
 		brandID, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -257,9 +257,28 @@ func (tx *Tx) MarkSentMany(ctx context.Context, brandID int64, provider string, 
 	if len(sent) == 0 {
 		return nil, nil
 	}
+	if tx.db.engine == "postgres" {
+		// Arrays, not VALUES: PostgreSQL guessed two messages for the
+		// VALUES join and compared every pair (a third of the statement).
+		ids, pids := make([]int64, len(sent)), make([]string, len(sent))
+		for i, s := range sent {
+			ids[i], pids[i] = s.MessageID, s.ProviderID
+		}
+		rows, err := tx.query(ctx, `UPDATE messages SET status = 'sent', error_code = NULL, error_message = NULL,
+		date_sent = ?, provider = ?, provider_id = v.pid
+		FROM unnest(?::bigint[], ?::text[]) AS v(id, pid)
+		WHERE messages.id = v.id AND messages.brand_id = ? AND messages.status = 'queued' RETURNING messages.id`,
+			micros(tx.now), provider, ids, pids, brandID)
+		if err != nil {
+			return nil, fmt.Errorf("store: mark sent: %w", err)
+		}
+		return collectIDs(rows)
+	}
 	var q strings.Builder
-	// VALUES columns are column1, column2 on both engines; the casts type
-	// PostgreSQL's parameters, which it would otherwise read as text.
+	// VALUES columns are column1, column2 on SQLite; the unary + below
+	// keeps it from walking the brand's index of messages and probing v
+	// for each (it did, once the campaign's messages were there: every
+	// batch read all the brand's messages).
 	q.WriteString(`UPDATE messages SET status = 'sent', error_code = NULL, error_message = NULL, date_sent = ?,
 	provider = ?, provider_id = v.column2
 	FROM (VALUES `)
@@ -272,12 +291,6 @@ func (tx *Tx) MarkSentMany(ctx context.Context, brandID int64, provider string, 
 		q.WriteString(`(CAST(? AS BIGINT), CAST(? AS TEXT))`)
 		args = append(args, s.MessageID, s.ProviderID)
 	}
-	// The unary + keeps SQLite from walking the brand's index of messages
-	// and probing v for each (it did, once the campaign's messages were
-	// there: every batch read all the brand's messages); it does nothing
-	// on PostgreSQL.
-	// The id list besides the join gives PostgreSQL the primary key's
-	// index to start from, whatever it guesses of the VALUES.
 	in, idArgs := inList(ids(sent))
 	q.WriteString(`) AS v WHERE messages.id = v.column1 AND messages.id IN ` + in + ` AND +messages.brand_id = ?
 	AND messages.status = 'queued' RETURNING messages.id`)

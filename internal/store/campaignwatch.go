@@ -18,7 +18,7 @@ func (db *DB) StalledCampaigns(ctx context.Context, limit int) ([]*parley.Campai
 	if db.engine == "postgres" {
 		argID = `(j.args->>'campaign_id')::bigint`
 	}
-	rows, err := db.query(ctx, `SELECT `+campaignColumns+` FROM campaigns c WHERE c.status = ?
+	rows, err := db.query(ctx, `SELECT `+campaignColumns+` FROM `+campaignsFrom+` WHERE c.status = ?
 	AND NOT EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'send_campaign'
 		AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled') AND `+argID+` = c.id)
 	ORDER BY c.id LIMIT ?`, parley.CampaignSending, limit)

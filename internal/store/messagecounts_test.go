@@ -1,0 +1,153 @@
+package store_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// TestTriggersFollowMessages: what triggers keep from the messages — the
+// contacts' activity (D14's activity fields, 00009) and the campaigns'
+// counts by status (D16's stats, 00021) — equals a recount of the
+// messages after every kind of write: a resolution, a multi-row insert,
+// many messages moved by one statement (two of one contact among them,
+// which PostgreSQL's statement trigger sees together), a single
+// transition, sent → failed (a message leaving the counted statuses takes
+// its date with it) and a cancel (failed with error_code canceled).
+func TestTriggersFollowMessages(t *testing.T) {
+	t.Parallel()
+	f := mustSegFixture(t)
+	ctx := t.Context()
+	c := mustCampaign(t, f.db, f.brand, mustSegment(t, f, f.brand, parley.SegmentStandard))
+	if _, err := resolve(t, f.db, c); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, f, "resolution")
+
+	sent := segNow.Add(-time.Hour).UnixMicro()
+	if err := f.db.Exec(ctx, `INSERT INTO messages (brand_id, user_id, direction, status, type, date_created, date_sent)
+	VALUES (?, ?, 'outbound', 'queued', 'TRANSACTIONAL', 1, NULL), (?, ?, 'outbound', 'sent', 'TRANSACTIONAL', 1, ?),
+	(?, ?, 'inbound', 'delivered', 'CONVERSATIONAL', ?, NULL), (?, ?, 'outbound', 'queued', 'TRANSACTIONAL', 1, NULL)`,
+		f.brand, f.ids["bob"], f.brand, f.ids["bob"], sent, f.brand, f.ids["cy"], sent, f.brand, f.ids["ann"]); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, f, "insert of four")
+
+	camp := messageIDs(t, f, `campaign_id = ?`, c.ID) // ann, dee
+	others := messageIDs(t, f, `campaign_id IS NULL AND direction = 'outbound' AND date_created = 1`)
+	tx := func(step string, fn func(*store.Tx) error) {
+		t.Helper()
+		if err := f.db.WithTx(ctx, fn); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		checkCounts(t, f, step)
+	}
+	tx("campaign sent", func(tx *store.Tx) error {
+		_, err := tx.MarkSentMany(ctx, f.brand, "sim", []store.Sent{{MessageID: camp[0], ProviderID: "P1"}, {MessageID: camp[1], ProviderID: "P2"}})
+		return err
+	})
+	tx("delivered in one statement", func(tx *store.Tx) error {
+		_, err := tx.TransitionMany(ctx, f.brand, append([]int64{camp[0]}, others...),
+			store.Transition{Status: parley.StatusDelivered, At: segNow})
+		return err
+	})
+	code, why := "30008", "unknown error"
+	tx("sent → failed", func(tx *store.Tx) error {
+		_, err := tx.TransitionMessage(ctx, f.brand, camp[1], store.Transition{Status: parley.StatusFailed, At: segNow,
+			ErrorCode: &code, ErrorMessage: &why})
+		return err
+	})
+
+	c2 := mustCampaign(t, f.db, f.brand, mustSegment(t, f, f.brand, parley.SegmentStandard))
+	if _, err := resolve(t, f.db, c2); err != nil {
+		t.Fatal(err)
+	}
+	tx("cancel", func(tx *store.Tx) error {
+		_, _, err := tx.CancelCampaign(ctx, f.brand, c2.ID, "why", nil)
+		return err
+	})
+	wantStats(t, f.db, c, parley.CampaignStats{Recipients: 4, SkippedUnsubscribed: 2, Delivered: 1, Failed: 1})
+	wantStats(t, f.db, c2, parley.CampaignStats{Recipients: 4, SkippedUnsubscribed: 2, Canceled: 2})
+}
+
+func messageIDs(t *testing.T, f *segFixture, where string, args ...any) []int64 {
+	t.Helper()
+	rows, err := f.db.Writer().QueryContext(t.Context(), f.db.Rebind(`SELECT id FROM messages WHERE `+where+` ORDER BY id`), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil || len(ids) < 2 {
+		t.Fatalf("messages where %s: %v, %v", where, ids, err)
+	}
+	return ids
+}
+
+// checkCounts compares the stored activity of every contact and the
+// stored counts of every campaign with a recount of the messages.
+func checkCounts(t *testing.T, f *segFixture, step string) {
+	t.Helper()
+	const counted = `('sent', 'delivered', 'undelivered')`
+	for _, c := range []struct{ name, query string }{
+		{"activity", `SELECT u.id, u.inbound_count, u.outbound_count, COALESCE(u.last_inbound_at, 0),
+			COALESCE(u.last_outbound_at, 0), COALESCE(u.last_delivered_at, 0),
+			(SELECT count(*) FROM messages m WHERE m.user_id = u.id AND m.direction = 'inbound'),
+			(SELECT count(*) FROM messages m WHERE m.user_id = u.id AND m.direction = 'outbound' AND m.status IN ` + counted + `),
+			(SELECT COALESCE(max(m.date_created), 0) FROM messages m WHERE m.user_id = u.id AND m.direction = 'inbound'),
+			(SELECT COALESCE(max(m.date_sent), 0) FROM messages m WHERE m.user_id = u.id AND m.direction = 'outbound'
+				AND m.status IN ` + counted + `),
+			(SELECT COALESCE(max(m.date_delivered), 0) FROM messages m WHERE m.user_id = u.id AND m.direction = 'outbound'
+				AND m.status = 'delivered')
+			FROM users u ORDER BY u.id`},
+		{"campaign counts", `SELECT k.campaign_id, k.queued, k.sent, k.delivered, k.undelivered, k.failed, k.canceled,
+			(SELECT count(*) FROM messages m WHERE m.campaign_id = k.campaign_id AND m.status = 'queued'),
+			(SELECT count(*) FROM messages m WHERE m.campaign_id = k.campaign_id AND m.status = 'sent'),
+			(SELECT count(*) FROM messages m WHERE m.campaign_id = k.campaign_id AND m.status = 'delivered'),
+			(SELECT count(*) FROM messages m WHERE m.campaign_id = k.campaign_id AND m.status = 'undelivered'),
+			(SELECT count(*) FROM messages m WHERE m.campaign_id = k.campaign_id AND m.status = 'failed'
+				AND COALESCE(m.error_code, '') <> 'canceled'),
+			(SELECT count(*) FROM messages m WHERE m.campaign_id = k.campaign_id AND m.status = 'failed'
+				AND m.error_code = 'canceled')
+			FROM campaign_counts k ORDER BY k.campaign_id`},
+	} {
+		rows, err := f.db.Writer().QueryContext(t.Context(), c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for rows.Next() {
+			var id int64
+			var v [12]int64
+			dest := []any{&id}
+			cols := 5
+			if c.name == "campaign counts" {
+				cols = 6
+			}
+			for i := range 2 * cols {
+				dest = append(dest, &v[i])
+			}
+			if err := rows.Scan(dest...); err != nil {
+				t.Fatal(err)
+			}
+			if stored, recount := v[:cols], v[cols:2*cols]; !slices.Equal(stored, recount) {
+				t.Errorf("after %s: %s of %d: stored %v, recount %v", step, c.name, id, stored, recount)
+			}
+			n++
+		}
+		rows.Close()
+		if n == 0 {
+			t.Fatalf("after %s: no rows of %s", step, c.name)
+		}
+	}
+}

@@ -3,9 +3,11 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -238,6 +240,41 @@ func TestExtractionSweepSkips(t *testing.T) {
 	exSweep(t, e, in("I'm a size S"))
 	if got := x.calls(); len(got) != 3 || got[2] != "I'm a size S" {
 		t.Errorf("extractor calls %q, want a third once brand B's field is auto-collected", got)
+	}
+}
+
+// failingExtractor fails for texts that say "fail", as a model server
+// that is down does after its retries, and runs the rules otherwise.
+type failingExtractor struct{}
+
+func (failingExtractor) Extract(ctx context.Context, r extract.Request) ([]extract.Value, error) {
+	for _, m := range r.Conversation {
+		if m.Inbound && strings.Contains(m.Body, "fail") {
+			return nil, errors.New("model server down")
+		}
+	}
+	return rules.Extractor{}.Extract(ctx, r)
+}
+
+// TestExtractionSweepExtractorFails: a text whose extraction fails (after
+// the extractor's own retries) is left unread and counted; it does not hold
+// up the texts after it (D20, #19).
+func TestExtractionSweepExtractorFails(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, noSweeper, func(c *app.Config) { c.Extractor = failingExtractor{} })
+	exSizeField(t, e, e.BrandA.ID)
+	failed := exMetric(t, e, `parley_extractions_total{outcome="error"}`)
+	bad := simMessage(t, simInbound(t, e, "+14155552671", "size M, or fail"))
+	good := simMessage(t, simInbound(t, e, "+14155552672", "I'm a size L"))
+	exSweep(t, e, good.ID)
+	if got := exCustomData(t, e, good.UserID); got != `{"size":"L"}` {
+		t.Errorf("custom_data after a failed extraction before it = %s, want {\"size\":\"L\"}", got)
+	}
+	if got := exCustomData(t, e, bad.UserID); got != "null" {
+		t.Errorf("custom_data of the failed text = %s, want null", got)
+	}
+	if got := exMetric(t, e, `parley_extractions_total{outcome="error"}`); got != failed+1 {
+		t.Errorf(`parley_extractions_total{outcome="error"} = %v, want %v`, got, failed+1)
 	}
 }
 

@@ -44,15 +44,15 @@ const (
 	// sweepParallel bounds the extractor calls of a batch running at
 	// once: a model server answers in seconds, the rules in microseconds.
 	sweepParallel = 16
-	// sweepExtractFor bounds the extractor calls of one batch, the
-	// openai extractor's own timeouts and retries included: a slow model
-	// holds the sweep no longer. The contacts it did not finish are read
-	// again by the next batch.
+	// sweepExtractFor bounds one extraction, the openai extractor's own
+	// timeouts and retries included, and the time a batch starts
+	// extractions in: a slow model holds the sweep no longer than twice
+	// this.
 	sweepExtractFor = 45 * time.Second
 	// sweepClaim is how long a sweeper's claim on a batch holds: past its
 	// extractions and writes. A sweeper that died holding one delays the
 	// texts after the cursor by at most this.
-	sweepClaim = 90 * time.Second
+	sweepClaim = 2 * time.Minute
 )
 
 // sweepChunk is how many contacts' values one transaction of a batch
@@ -166,12 +166,14 @@ func (s *Service) SweepExtractions(ctx context.Context) (int, error) {
 		}
 	}
 	slices.SortFunc(write, func(a, b *sweepContact) int { return a.last - b.last })
-	if at, err := s.writeSweep(ctx, b, write, end); err != nil {
-		if !errors.Is(err, store.ErrCursorMoved) {
-			// The next sweep, maybe another node's, need not wait for
-			// the claim to run out.
-			s.db.ReleaseExtraction(context.WithoutCancel(ctx), at)
-		}
+	if at, err := s.writeSweep(ctx, b, write, end); errors.Is(err, store.ErrCursorMoved) {
+		// Our claim ran out and another sweeper wrote the batch first.
+		s.logger.Info("extraction: another sweeper wrote the batch")
+		return 0, nil
+	} else if err != nil {
+		// The next sweep, maybe another node's, need not wait for the
+		// claim to run out.
+		s.db.ReleaseExtraction(context.WithoutCancel(ctx), at)
 		return 0, err
 	}
 	return len(b.Texts), nil
@@ -246,23 +248,28 @@ func (s *Service) sweepBrand(ctx context.Context, brandID int64) (*sweepBrand, e
 }
 
 // extractContacts runs the contacts' extractions, at most sweepParallel
-// at once and for at most sweepExtractFor in all.
+// at once, each for at most sweepExtractFor, and starts none after
+// sweepExtractFor: those not started are read again by the next batch.
+// The first ones always end, so a slow model never stalls the sweep.
 func (s *Service) extractContacts(ctx context.Context, texts []store.InboundText, contacts []*sweepContact) {
-	ctx, cancel := context.WithTimeout(ctx, sweepExtractFor)
-	defer cancel()
 	sem := make(chan struct{}, sweepParallel)
+	stop := time.NewTimer(sweepExtractFor)
+	defer stop.Stop()
 	var wg sync.WaitGroup
+launch:
 	for _, c := range contacts {
 		select {
 		case sem <- struct{}{}:
+		case <-stop.C:
+			break launch
 		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break // the rest are read again by the next batch
+			break launch
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			s.extractContact(ctx, c, texts[c.last].Pos.ID)
+			cctx, cancel := context.WithTimeout(ctx, sweepExtractFor)
+			defer cancel()
+			s.extractContact(cctx, c, texts[c.last].Pos.ID)
 		})
 	}
 	wg.Wait()
@@ -271,9 +278,9 @@ func (s *Service) extractContacts(ctx context.Context, texts []store.InboundText
 // extractContact reads the contact's conversation up to its latest text
 // messageID, asks the extractor for the brand's auto-collected fields and
 // keeps the values that pass D6 (checkExtracted) in c.kept. An extractor
-// that fails, after its own retries, gives the text up; c stays not done
-// only when ctx ended or the database failed, so that the next batch tries
-// again.
+// that fails, after its own retries, or runs out of ctx's time gives the
+// text up; c stays not done only when ctx was canceled (the node is
+// stopping) or the database failed, so that the next batch tries again.
 func (s *Service) extractContact(ctx context.Context, c *sweepContact, messageID int64) {
 	b := c.brand
 	log := s.logger.With("brand_id", b.id, "user_id", c.userID, "message_id", messageID)
@@ -325,7 +332,7 @@ func (s *Service) extractContact(ctx context.Context, c *sweepContact, messageID
 		s.extractMetrics.Ran(err == nil, time.Since(start))
 	}
 	if err != nil {
-		if ctx.Err() == nil {
+		if !errors.Is(ctx.Err(), context.Canceled) {
 			log.Warn("extraction: the extractor failed; the text is left unread", "error", err.Error())
 			c.done = true
 		}

@@ -139,7 +139,9 @@ func (db *DB) ReadExtractionBatch(ctx context.Context, limit int) (*ExtractionBa
 		if err := db.queryRow(ctx, `SELECT max(id) FROM messages`).Scan(&top); err != nil {
 			return nil, fmt.Errorf("store: extraction batch: %w", err)
 		}
-		b.End.ID = max(b.From.ID, top.Int64)
+		if b.End.ID = max(b.From.ID, top.Int64); b.End == b.From {
+			return b, nil // nothing stored since
+		}
 		rows, err = db.query(ctx, `SELECT '0', id, brand_id, user_id, body, date_created FROM messages
 		WHERE id > ? AND id <= ? AND direction = 'inbound' ORDER BY id LIMIT ?`, b.From.ID, b.End.ID, limit)
 	}

@@ -110,7 +110,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	cfg.Logger = logger
 	// The extractor of auto-collected custom data (D20, extractor.go), for
-	// the extraction job's app.Config.Extractor; its budget gets the
+	// the extraction sweep's app.Config.Extractor; its budget gets the
 	// database once app.Open has opened it.
 	extractor, err := aif.extractor(getenv, logger)
 	if err != nil {

@@ -124,6 +124,10 @@ type Config struct {
 	// Extractor fills contacts' auto-collected custom data from their
 	// texts (D20); nil means the offline rules extractor.
 	Extractor extract.Extractor
+	// ExtractionSweep is how often a worker node looks for inbound texts to
+	// extract from (#19); 0 means 250 ms, negative never (tests then sweep
+	// through Service.SweepExtractions).
+	ExtractionSweep time.Duration
 }
 
 // TwilioConfig holds the Twilio account the twilio provider sends through.
@@ -253,7 +257,6 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	if wc != nil {
 		wc.Imports = a.Importer
-		wc.Extraction = a.Service
 	}
 	if a.Queue, err = jobs.Open(a.DB.Writer(), a.DB.Engine(), wc); err != nil {
 		return nil, err
@@ -339,6 +342,11 @@ func (a *App) Start(ctx context.Context) error {
 		// D16: campaigns are resolved when send_at comes, by whichever
 		// worker node looks first.
 		wg.Go(func() { a.Service.RunCampaignScheduler(ctx, cmp.Or(a.Config.CampaignPoll, 200*time.Millisecond)) })
+		// D20: a value within 10 s of its text with the rules extractor;
+		// every worker node sweeps, their claims keep them apart.
+		if every := cmp.Or(a.Config.ExtractionSweep, 250*time.Millisecond); every > 0 {
+			wg.Go(func() { a.Service.RunExtractionSweeper(ctx, every) })
+		}
 		if a.Sim != nil {
 			a.Sim.Run(ctx, a.Service)
 		}

@@ -23,8 +23,9 @@ const inboundRate = 200
 // BenchmarkSimulatorInbound is POST /api/v1/simulator/inbound end to end
 // with the workers running, for a brand without and with an auto-collected
 // field (#19: inbound handling p99 must not move when extraction is on).
-// With the field, each text also queues an extraction, which the workers
-// run while the next texts arrive and which writes its value. It reports
+// With the field, the worker node's sweep reads the texts while the next
+// ones arrive and writes their values (the inbound transaction itself does
+// nothing more). It reports
 // the request latency's p50 and p99 at inboundRate texts a second.
 //
 //	go test -run '^$' -bench BenchmarkSimulatorInbound -benchtime 4000x ./internal/httpapi/

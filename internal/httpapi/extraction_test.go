@@ -3,8 +3,11 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,10 +17,11 @@ import (
 	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/extract"
 	"github.com/parleyhq/parley/internal/extract/rules"
+	"github.com/parleyhq/parley/internal/service"
 )
 
-// Auto-collected custom data (D20, #19): an inbound text that is not a
-// keyword queues a job that fills the contact's is_auto_collected fields.
+// Auto-collected custom data (D20, #19): a sweep over the inbound texts
+// that are not keywords fills the contacts' is_auto_collected fields.
 
 // exSizeField is D20's example: Size, enum S/M/L, auto-collected.
 func exSizeField(t *testing.T, e *apitest.Env, brandID int64) *parley.CustomField {
@@ -26,25 +30,32 @@ func exSizeField(t *testing.T, e *apitest.Env, brandID int64) *parley.CustomFiel
 		AvailableEnumValues: []string{"S", "M", "L"}, IsAutoCollected: true})
 }
 
-// exJobs counts extraction jobs, all of them or in one state.
-func exJobs(t *testing.T, e *apitest.Env, state string) int {
+// exSwept reports whether the extraction sweep has passed the message.
+func exSwept(t *testing.T, e *apitest.Env, messageID int64) bool {
 	t.Helper()
-	where := "river_job WHERE kind = 'extract_custom_data'"
-	if state != "" {
-		where += " AND state = '" + state + "'"
+	ok, err := e.App.DB.ExtractionSwept(e.Ctx, messageID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return e.Count(t, where)
+	return ok
 }
 
-// exWaitJobs waits until n extraction jobs have completed, failing after 15 s.
-func exWaitJobs(t *testing.T, e *apitest.Env, n int) {
+// exSweep sweeps until the sweep has passed the message, failing after
+// 15 s. It drives the sweep itself, whether or not the node's own sweeper
+// runs beside it (their claims keep them apart); on PostgreSQL a text is
+// swept once every transaction older than it has ended, which may take
+// more than one sweep.
+func exSweep(t *testing.T, e *apitest.Env, messageID int64) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
-	for exJobs(t, e, "completed") < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d extraction jobs completed after 15 s, want %d (jobs: %d)", exJobs(t, e, "completed"), n, exJobs(t, e, ""))
+	for !exSwept(t, e, messageID) {
+		if _, err := e.App.Service.SweepExtractions(e.Ctx); err != nil {
+			t.Fatalf("sweep: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("message %d not swept after 15 s", messageID)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -132,21 +143,51 @@ func TestExtractionEndToEnd(t *testing.T) {
 	}
 
 	t.Run("SameValueAgainWritesNothing", func(t *testing.T) {
-		n := exJobs(t, e, "completed")
-		simMessage(t, simInbound(t, e, "+14155552671", "size M, like I said"))
-		exWaitJobs(t, e, n+1)
+		exSweep(t, e, simMessage(t, simInbound(t, e, "+14155552671", "size M, like I said")).ID)
 		if h := exHistory(t, e, m.UserID, "size"); len(h) != 1 {
 			t.Errorf("history of size = %d entries after the same value again, want 1", len(h))
 		}
 	})
 }
 
-// TestExtractionQueuing: only a non-keyword inbound text to a brand with an
-// auto-collected field queues an extraction, in the message's own
-// transaction (D20, D12). The workers do not run here, so the jobs stay.
-func TestExtractionQueuing(t *testing.T) {
+// countingExtractor runs the rules extractor and records, for each call,
+// the brand and the contact's text it was asked about (the
+// conversation's last inbound one).
+type countingExtractor struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (c *countingExtractor) Extract(ctx context.Context, r extract.Request) ([]extract.Value, error) {
+	last := ""
+	for _, m := range r.Conversation {
+		if m.Inbound {
+			last = m.Body
+		}
+	}
+	c.mu.Lock()
+	c.texts = append(c.texts, last)
+	c.mu.Unlock()
+	return rules.Extractor{}.Extract(ctx, r)
+}
+
+func (c *countingExtractor) calls() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.texts)
+}
+
+// noSweeper leaves the sweep to the test (Service.SweepExtractions).
+func noSweeper(c *app.Config) { c.ExtractionSweep = -1 }
+
+// TestExtractionSweepSkips: the sweep asks the extractor about inbound
+// texts that are not keywords (D12), to brands with an auto-collected
+// field, and passes the others without work: keywords, outbound messages,
+// texts to other brands (D20, #19).
+func TestExtractionSweepSkips(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t)
+	x := &countingExtractor{}
+	e := apitest.New(t, noSweeper, func(c *app.Config) { c.Extractor = x })
 	exSizeField(t, e, e.BrandA.ID)
 	// Brand B has fields, none auto-collected.
 	bSize := e.MustCreateField(t, &parley.CustomField{BrandID: e.BrandB.ID, FieldName: "Size", CustomDataType: parley.CustomString,
@@ -154,53 +195,251 @@ func TestExtractionQueuing(t *testing.T) {
 	const from = "+14155552671"
 
 	m := simMessage(t, simInbound(t, e, from, "I'm a size M"))
-	if got := exJobs(t, e, ""); got != 1 {
-		t.Fatalf("%d extraction jobs after a text, want 1 (D20)", got)
+	exSweep(t, e, m.ID)
+	if got := x.calls(); len(got) != 1 || got[0] != "I'm a size M" {
+		t.Fatalf("extractor calls %q, want one for the text (D20)", got)
 	}
-	var args string
-	e.App.DB.Writer().QueryRowContext(e.Ctx, "SELECT args FROM river_job WHERE kind = 'extract_custom_data'").Scan(&args)
-	var a struct {
-		BrandID    int64  `json:"brand_id"`
-		UserID     int64  `json:"user_id"`
-		MessageID  int64  `json:"message_id"`
-		ProviderID string `json:"provider_id"`
+	var last int64
+	for _, kw := range []string{"STOP", "help", "Unsubscribe", " start ", "YES", "info"} {
+		last = simMessage(t, simInbound(t, e, from, kw)).ID
 	}
-	json.Unmarshal([]byte(args), &a)
-	// The job names the message by the provider's id: it is queued before
-	// the message's insert (see service.receive).
-	var named int64
-	e.App.DB.Writer().QueryRowContext(e.Ctx, "SELECT id FROM messages WHERE provider_id = '"+a.ProviderID+"'").Scan(&named)
-	if a.BrandID != e.BrandA.ID || a.UserID != m.UserID || (a.MessageID != m.ID && named != m.ID) {
-		t.Errorf("job args %s, want brand %d, user %d, message %d", args, e.BrandA.ID, m.UserID, m.ID)
+	if _, err := e.A.SendMessage(e.Ctx, parley.MessageCreate{UserID: parley.Some(m.UserID), Body: parley.Some("What size are you? Reply S, M or L")}); err != nil {
+		t.Fatal(err)
 	}
-	for _, kw := range []string{"STOP", " start ", "help", "YES", "Unsubscribe"} {
-		simMessage(t, simInbound(t, e, from, kw))
-		if got := exJobs(t, e, ""); got != 1 {
-			t.Errorf("%d extraction jobs after the keyword %q, want still 1 (D20: non-keyword texts only)", got, kw)
-		}
+	exSweep(t, e, last)
+	if got := x.calls(); len(got) != 1 {
+		t.Errorf("extractor calls %q after keywords and an outbound message, want still 1 (D20: non-keyword texts only)", got)
 	}
-	simMessage(t, simInbound(t, e, from, "STOP sending me sizes, I'm L"))
-	if got := exJobs(t, e, ""); got != 2 {
-		t.Errorf("%d extraction jobs after a text that only starts with STOP, want 2", got)
+	m = simMessage(t, simInbound(t, e, from, "STOP sending me sizes, I'm L"))
+	exSweep(t, e, m.ID)
+	if got := x.calls(); len(got) != 2 || got[1] != "STOP sending me sizes, I'm L" {
+		t.Errorf("extractor calls %q, want a second for a text that only starts with STOP", got)
+	}
+	if got := exCustomData(t, e, m.UserID); got != `{"size":"L"}` {
+		t.Errorf("custom_data = %s, want {\"size\":\"L\"}", got)
 	}
 
-	// Brand B: no auto-collected field, no job.
-	if _, err := e.B.SimulateInbound(e.Ctx, parley.SimulatedInbound{From: parley.Some(from), Body: parley.Some("I'm a size M")}); err != nil {
-		t.Fatalf("brand B inbound: %v", err)
+	// Brand B: no auto-collected field, the cursor passes its text.
+	in := func(body string) int64 {
+		t.Helper()
+		m, err := e.B.SimulateInbound(e.Ctx, parley.SimulatedInbound{From: parley.Some(from), Body: parley.Some(body)})
+		if err != nil {
+			t.Fatalf("brand B inbound: %v", err)
+		}
+		return m.ID
 	}
-	if got := exJobs(t, e, ""); got != 2 {
-		t.Errorf("%d extraction jobs after a text to a brand without auto-collected fields, want 2", got)
+	exSweep(t, e, in("I'm a size M"))
+	if got := x.calls(); len(got) != 2 {
+		t.Errorf("extractor calls %q after a text to a brand without auto-collected fields, want still 2", got)
 	}
-	// Turned on, the field's next text queues one at once: the node does
-	// not go on with what it remembered of the brand's fields.
+	// Turned on, the field's next text is read at once: no node goes on
+	// with what it remembered of the brand's fields.
 	if _, err := e.App.Service.UpdateCustomField(e.Ctx, e.BrandB.ID, bSize.ID, parley.CustomFieldUpdate{IsAutoCollected: parley.Some(true)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.B.SimulateInbound(e.Ctx, parley.SimulatedInbound{From: parley.Some(from), Body: parley.Some("I'm a size L")}); err != nil {
+	exSweep(t, e, in("I'm a size S"))
+	if got := x.calls(); len(got) != 3 || got[2] != "I'm a size S" {
+		t.Errorf("extractor calls %q, want a third once brand B's field is auto-collected", got)
+	}
+}
+
+// failingExtractor fails for texts that say "fail", as a model server
+// that is down does after its retries, and runs the rules otherwise.
+type failingExtractor struct{}
+
+func (failingExtractor) Extract(ctx context.Context, r extract.Request) ([]extract.Value, error) {
+	for _, m := range r.Conversation {
+		if m.Inbound && strings.Contains(m.Body, "fail") {
+			return nil, errors.New("model server down")
+		}
+	}
+	return rules.Extractor{}.Extract(ctx, r)
+}
+
+// TestExtractionSweepExtractorFails: a text whose extraction fails (after
+// the extractor's own retries) is left unread and counted; it does not hold
+// up the texts after it (D20, #19).
+func TestExtractionSweepExtractorFails(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, noSweeper, func(c *app.Config) { c.Extractor = failingExtractor{} })
+	exSizeField(t, e, e.BrandA.ID)
+	failed := exMetric(t, e, `parley_extractions_total{outcome="error"}`)
+	bad := simMessage(t, simInbound(t, e, "+14155552671", "size M, or fail"))
+	good := simMessage(t, simInbound(t, e, "+14155552672", "I'm a size L"))
+	exSweep(t, e, good.ID)
+	if got := exCustomData(t, e, good.UserID); got != `{"size":"L"}` {
+		t.Errorf("custom_data after a failed extraction before it = %s, want {\"size\":\"L\"}", got)
+	}
+	if got := exCustomData(t, e, bad.UserID); got != "null" {
+		t.Errorf("custom_data of the failed text = %s, want null", got)
+	}
+	if got := exMetric(t, e, `parley_extractions_total{outcome="error"}`); got != failed+1 {
+		t.Errorf(`parley_extractions_total{outcome="error"} = %v, want %v`, got, failed+1)
+	}
+}
+
+// TestExtractionSweepCrash: a sweeper that dies — holding its claim on a
+// batch, or after some of a batch's transactions committed — leaves the
+// next sweep to do the rest: every text is read, and each value and its
+// history entry are written once (D20, D18, #19).
+func TestExtractionSweepCrash(t *testing.T) {
+	t.Parallel()
+	x := &countingExtractor{}
+	e := apitest.New(t, noSweeper, func(c *app.Config) { c.Extractor = x })
+	exSizeField(t, e, e.BrandA.ID)
+	sizes := []string{"S", "M", "L"}
+	var users []int64
+	text := func(i int) *parley.Message {
+		t.Helper()
+		m := simMessage(t, simInbound(t, e, "+1415555"+strconv.Itoa(3000+i), "I'm a size "+sizes[i%3]))
+		if i == len(users) {
+			users = append(users, m.UserID)
+		}
+		return m
+	}
+	// The first batch, swept whole.
+	for i := range 5 {
+		text(i)
+	}
+	exSweep(t, e, text(5).ID)
+
+	// A sweeper claims the next batch and dies: the claim holds the batch
+	// until it runs out, then the next sweep reads it.
+	for i := 6; i < 12; i++ {
+		text(i)
+	}
+	last := text(12).ID
+	b, err := e.App.DB.ReadExtractionBatch(e.Ctx, service.SweepBatch)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := exJobs(t, e, ""); got != 3 {
-		t.Errorf("%d extraction jobs after brand B's field became auto-collected, want 3", got)
+	if ok, err := e.App.DB.ClaimExtraction(e.Ctx, b.From, e.Now().Add(time.Minute)); err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	if n, err := e.App.Service.SweepExtractions(e.Ctx); err != nil || n != 0 || exSwept(t, e, last) {
+		t.Fatalf("sweep beside a live claim read %d texts (%v), want none", n, err)
+	}
+	e.Advance(time.Minute + time.Second)
+	exSweep(t, e, last)
+
+	// A batch whose writes fail from one contact on: what committed before
+	// stays, the rest is read again (SQLite writes a batch in several
+	// transactions, PostgreSQL in one).
+	for i := 13; i < 40; i++ {
+		text(i)
+	}
+	last = text(40).ID
+	failOn := users[30]
+	crash(t, e, failOn)
+	// On PostgreSQL a sweep may first read only part of the texts (those
+	// of transactions all ended): sweep until one reaches the contact.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		if _, err := e.App.Service.SweepExtractions(e.Ctx); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sweep did not fail")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if exSwept(t, e, last) {
+		t.Fatal("the failed batch passed its last text")
+	}
+	uncrash(t, e)
+	exSweep(t, e, last)
+
+	for i, id := range users {
+		want := `{"size":"` + sizes[i%3] + `"}`
+		if got := exCustomData(t, e, id); got != want {
+			t.Errorf("contact %d: custom_data %s, want %s", i, got, want)
+		}
+		if h := exHistory(t, e, id, "size"); len(h) != 1 {
+			t.Errorf("contact %d: %d history entries, want 1 (each value written once)", i, len(h))
+		}
+	}
+	if got := e.Count(t, "user_history WHERE source = 'extraction'"); got != len(users) {
+		t.Errorf("%d extraction history entries, want %d", got, len(users))
+	}
+}
+
+// crash makes every history entry written for the user fail, as a
+// database or node failing in the middle of a batch would.
+func crash(t *testing.T, e *apitest.Env, userID int64) {
+	t.Helper()
+	q := []string{`CREATE TRIGGER crash BEFORE INSERT ON user_history WHEN NEW.user_id = ` + strconv.FormatInt(userID, 10) +
+		` BEGIN SELECT RAISE(ABORT, 'crash'); END`}
+	if apitest.Engine() == "postgres" {
+		q = []string{`CREATE FUNCTION crash() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'crash'; END $$ LANGUAGE plpgsql`,
+			`CREATE TRIGGER crash BEFORE INSERT ON user_history FOR EACH ROW WHEN (NEW.user_id = ` + strconv.FormatInt(userID, 10) +
+				`) EXECUTE FUNCTION crash()`}
+	}
+	for _, s := range q {
+		if _, err := e.App.DB.Writer().ExecContext(e.Ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func uncrash(t *testing.T, e *apitest.Env) {
+	t.Helper()
+	q := "DROP TRIGGER crash"
+	if apitest.Engine() == "postgres" {
+		q = "DROP TRIGGER crash ON user_history"
+	}
+	if _, err := e.App.DB.Writer().ExecContext(e.Ctx, q); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExtractionSweepTwoNodes: two nodes on one database sweep at once;
+// each text is read by one of them, once, and each value written once
+// (D20, #19).
+func TestExtractionSweepTwoNodes(t *testing.T) {
+	t.Parallel()
+	x := &countingExtractor{}
+	e := apitest.New(t, noSweeper, func(c *app.Config) { c.Extractor = x })
+	n2 := apitest.Attach(t, e)
+	exSizeField(t, e, e.BrandA.ID)
+	sizes := []string{"S", "M", "L"}
+	const contacts = 450 // three batches
+	var users []int64
+	var last int64
+	for i := range contacts {
+		m := simMessage(t, simInbound(t, e, "+1415556"+strconv.Itoa(1000+i), "I'm a size "+sizes[i%3]+" #"+strconv.Itoa(i)))
+		users, last = append(users, m.UserID), m.ID
+	}
+	var wg sync.WaitGroup
+	for _, node := range []*apitest.Env{e, n2} {
+		wg.Go(func() {
+			deadline := time.Now().Add(30 * time.Second)
+			for ok := false; !ok && time.Now().Before(deadline); {
+				if _, err := node.App.Service.SweepExtractions(e.Ctx); err != nil {
+					t.Errorf("sweep: %v", err)
+					return
+				}
+				ok, _ = node.App.DB.ExtractionSwept(e.Ctx, last)
+			}
+		})
+	}
+	wg.Wait()
+	if !exSwept(t, e, last) {
+		t.Fatal("not swept after 30 s")
+	}
+	calls := x.calls()
+	seen := map[string]int{}
+	for _, c := range calls {
+		seen[c]++
+	}
+	if len(calls) != contacts || len(seen) != contacts {
+		t.Errorf("%d extractor calls for %d distinct texts, want %d: each text once", len(calls), len(seen), contacts)
+	}
+	if got := e.Count(t, "user_history WHERE source = 'extraction'"); got != contacts {
+		t.Errorf("%d extraction history entries, want %d", got, contacts)
+	}
+	for i, id := range users {
+		if got, want := exCustomData(t, e, id), `{"size":"`+sizes[i%3]+`"}`; got != want {
+			t.Errorf("contact %d: custom_data %s, want %s", i, got, want)
+		}
 	}
 }
 
@@ -216,8 +455,7 @@ func TestExtractionOptedOut(t *testing.T) {
 		UserFields: parley.UserFields{MessagingConsent: parley.Some(false)}})
 	skipped := exMetric(t, e, `parley_extractions_total{outcome="skipped_opted_out"}`)
 
-	simMessage(t, simInbound(t, e, from, "I'm a size M"))
-	exWaitJobs(t, e, 1)
+	exSweep(t, e, simMessage(t, simInbound(t, e, from, "I'm a size M")).ID)
 	if got := exCustomData(t, e, u.ID); got != "null" {
 		t.Errorf("custom_data of an opted-out contact = %s, want null (D20: not processed by default)", got)
 	}
@@ -232,8 +470,7 @@ func TestExtractionOptedOut(t *testing.T) {
 	if st, body := admDo(t, e, admTok, "POST", path, map[string]any{"extract_when_opted_out": true}); st != 200 || body["extract_when_opted_out"] != true {
 		t.Fatalf("POST settings extract_when_opted_out: %d %v", st, body)
 	}
-	simMessage(t, simInbound(t, e, from, "I'm a size L"))
-	exWaitJobs(t, e, 2)
+	exSweep(t, e, simMessage(t, simInbound(t, e, from, "I'm a size L")).ID)
 	if got := exCustomData(t, e, u.ID); got != `{"size":"L"}` {
 		t.Errorf("custom_data with extract_when_opted_out = %s, want {\"size\":\"L\"}", got)
 	}
@@ -290,7 +527,7 @@ func TestExtractionKeepsLaterValues(t *testing.T) {
 	e.Advance(time.Second)
 	setSize(m.UserID, "L") // after the message
 	g.gate <- struct{}{}
-	exWaitJobs(t, e, 1)
+	exSweep(t, e, m.ID)
 	if got := exCustomData(t, e, m.UserID); got != `{"size":"L"}` {
 		t.Errorf("custom_data = %s, want the API's later {\"size\":\"L\"} kept (D20)", got)
 	}
@@ -308,7 +545,7 @@ func TestExtractionKeepsLaterValues(t *testing.T) {
 	m2 := simMessage(t, simInbound(t, e, from, "sorry, my size is S now"))
 	wait()
 	g.gate <- struct{}{}
-	exWaitJobs(t, e, 2)
+	exSweep(t, e, m2.ID)
 	if got := exCustomData(t, e, m.UserID); got != `{"size":"S"}` {
 		t.Errorf("custom_data = %s, want {\"size\":\"S\"} from the text after the API's change", got)
 	}
@@ -388,8 +625,7 @@ func TestExtractionRefusesInvalidValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := exMetric(t, e, `parley_extraction_values_refused_total{reason="invalid"}`)
-	simMessage(t, simInbound(t, e, from, "I'm a size M"))
-	exWaitJobs(t, e, 1)
+	exSweep(t, e, simMessage(t, simInbound(t, e, from, "I'm a size M")).ID)
 
 	if got := exCustomData(t, e, u.ID); got != "null" {
 		t.Errorf("custom_data = %s, want null: every value was invalid (D6, D20)", got)
@@ -422,7 +658,7 @@ func (o *overBudgetExtractor) Extract(_ context.Context, r extract.Request) ([]e
 }
 
 // TestExtractionOverBudget: an extractor whose brand has spent its daily
-// calls (the openai extractor's budget, D20) ends the job at once — no
+// calls (the openai extractor's budget, D20) leaves the text at once — no
 // retry would succeed today — counted as skipped_over_budget; the request
 // names the brand the budget is kept for.
 func TestExtractionOverBudget(t *testing.T) {
@@ -433,21 +669,19 @@ func TestExtractionOverBudget(t *testing.T) {
 	const from = "+14155552671"
 	u := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some(from)})
 	skipped := exMetric(t, e, `parley_extractions_total{outcome="skipped_over_budget"}`)
-	simMessage(t, simInbound(t, e, from, "I'm a size M"))
-	exWaitJobs(t, e, 1)
-
-	if n := exJobs(t, e, ""); n != 1 {
-		t.Errorf("%d extraction jobs, want 1 completed and no retry", n)
-	}
-	if got := exMetric(t, e, `parley_extractions_total{outcome="skipped_over_budget"}`); got != skipped+1 {
-		t.Errorf("skipped_over_budget = %v, want %v", got, skipped+1)
+	m := simMessage(t, simInbound(t, e, from, "I'm a size M"))
+	exSweep(t, e, m.ID)
+	// A later text is read, and the earlier one not again.
+	exSweep(t, e, simMessage(t, simInbound(t, e, "+14155552672", "I'm a size S")).ID)
+	if got := exMetric(t, e, `parley_extractions_total{outcome="skipped_over_budget"}`); got != skipped+2 {
+		t.Errorf("skipped_over_budget = %v, want %v", got, skipped+2)
 	}
 	if got := exCustomData(t, e, u.ID); got != "null" {
 		t.Errorf("custom_data = %s, want null", got)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if len(x.brands) != 1 || x.brands[0] != e.BrandA.ID {
-		t.Errorf("the extractor was asked for brands %v, want [%d] once", x.brands, e.BrandA.ID)
+	if len(x.brands) != 2 || x.brands[0] != e.BrandA.ID {
+		t.Errorf("the extractor was asked for brands %v, want [%d %[2]d]: once per text", x.brands, e.BrandA.ID)
 	}
 }

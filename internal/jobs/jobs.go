@@ -64,7 +64,6 @@ const (
 type Queue struct {
 	client  *river.Client[*sql.Tx]
 	working bool
-	engine  string
 }
 
 // Deliverer makes one delivery attempt (the service implements it).
@@ -87,8 +86,6 @@ type WorkerConfig struct {
 	Imports ImportRunner
 	// Campaigns, when set, sends campaigns (QueueCampaigns).
 	Campaigns CampaignSender
-	// Extraction, when set, fills auto-collected custom data (D20).
-	Extraction ExtractionRunner
 	// Concurrency is how many deliveries run at once on this node.
 	Concurrency int
 	// RescueAfter is how long a job may run before another node or a
@@ -168,15 +165,12 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 			river.AddWorker(workers, newCampaignWorker(w.Campaigns, cfg.RescueStuckJobsAfter))
 			cfg.Queues[QueueCampaigns] = river.QueueConfig{MaxWorkers: campaignWorkers}
 		}
-		if w.Extraction != nil {
-			addExtraction(workers, cfg, w.Extraction)
-		}
 	}
 	c, err := river.NewClient(driver(db, engine), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	return &Queue{client: c, working: w != nil, engine: engine}, nil
+	return &Queue{client: c, working: w != nil}, nil
 }
 
 type webhookWorker struct {
@@ -237,6 +231,11 @@ func Migrate(ctx context.Context, db *sql.DB, engine string) error {
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("jobs: migrate: %w", err)
 	}
+	// Extraction jobs, one per inbound text, were replaced by the sweep
+	// (#19, D20): no worker would take those left from before.
+	if _, err := db.ExecContext(ctx, `DELETE FROM river_job WHERE kind = 'extract_custom_data'`); err != nil {
+		return fmt.Errorf("jobs: migrate: %w", err)
+	}
 	return nil
 }
 
@@ -263,7 +262,6 @@ func (q *Queue) Insert(ctx context.Context, tx *sql.Tx, p *Pending) error {
 	if len(p.params) == 0 {
 		return nil
 	}
-	q.quietExtractions(p)
 	if _, err := q.client.InsertManyFastTx(ctx, tx, p.params); err != nil {
 		return fmt.Errorf("jobs: enqueue: %w", err)
 	}

@@ -21,7 +21,7 @@ func NewExtraction(m *Metrics) *Extraction {
 	x := &Extraction{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_extractions_total",
-			Help: "Extraction jobs by outcome: ok (the extractor ran), error (it could not run; the job retries), skipped_opted_out (the contact opted out and the brand does not extract then), skipped_over_budget (the openai extractor's daily calls for the brand are spent).",
+			Help: "Extractions by outcome (one per contact and sweep, over its latest text): ok (the extractor ran), error (it could not run, after its own retries; the text is left unread unless the node was stopping), skipped_opted_out (the contact opted out and the brand does not extract then), skipped_over_budget (the openai extractor's daily calls for the brand are spent).",
 		}, []string{"outcome"}),
 		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_extraction_seconds",
@@ -60,7 +60,7 @@ func (x *Extraction) Ran(ok bool, took time.Duration) {
 	x.seconds.Observe(took.Seconds())
 }
 
-// Skipped counts an extraction job that did not call the extractor, for
+// Skipped counts an extraction that did not call the extractor, for
 // reason ("opted_out").
 func (x *Extraction) Skipped(reason string) { x.attempts.WithLabelValues("skipped_" + reason).Inc() }
 

@@ -280,13 +280,11 @@ func (s *Service) CreateCustomField(ctx context.Context, f *parley.CustomField) 
 	if err := checkFieldText(f); err != nil {
 		return err
 	}
-	defer s.forgetAutoFields(f.BrandID)
 	return s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.CreateCustomField(ctx, f, key) })
 }
 
 // DeleteCustomField removes a field; users keep values already stored.
 func (s *Service) DeleteCustomField(ctx context.Context, brandID, id int64) error {
-	defer s.forgetAutoFields(brandID)
 	err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.DeleteCustomField(ctx, brandID, id) })
 	if errors.Is(err, store.ErrNotFound) {
 		return parley.Errorf(parley.ENotFound, "Custom data field [%d] not found.", id)

@@ -416,13 +416,9 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 	if in.At.IsZero() {
 		in.At = s.db.Now()
 	}
-	wantsExtraction, err := s.queuesExtraction(ctx, brand.ID, in.Body)
-	if err != nil {
-		return nil, "", err
-	}
 	var msg *parley.Message
 	var reply string
-	err = s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		reply = ""
 		u, err := tx.FindUserByPhone(ctx, brand.ID, in.From)
 		if errors.Is(err, store.ErrNotFound) {
@@ -434,18 +430,6 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 		}
 		if err != nil {
 			return err
-		}
-		if wantsExtraction && in.ProviderID != "" {
-			// Queued before the message's insert, which on PostgreSQL takes
-			// the activity trigger's lock until the commit: the job's insert
-			// then does not lengthen the time every inbound text waits for it.
-			// A carrier's repeated callback queues it again, which rewrites
-			// nothing (the values are the same, or newer ones win).
-			var p jobs.Pending
-			p.Extraction(jobs.ExtractCustomDataArgs{BrandID: brand.ID, UserID: u.ID, Provider: s.provider.Name(), ProviderID: in.ProviderID})
-			if err := s.queue.Insert(ctx, tx.SQL(), &p); err != nil {
-				return err
-			}
 		}
 		at := parley.NewTime(in.At)
 		m := &parley.Message{BrandID: brand.ID, UserID: u.ID, Direction: parley.DirectionInbound,
@@ -460,9 +444,6 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 		if fresh {
 			if err := s.emit(ctx, tx, brand.ID, parley.EventMessageReceived, m); err != nil {
 				return err
-			}
-			if wantsExtraction && in.ProviderID == "" { // D20: with the message, so a stored text is never left unread
-				s.jobsOf(tx).Extraction(jobs.ExtractCustomDataArgs{BrandID: brand.ID, UserID: u.ID, MessageID: m.ID})
 			}
 		}
 		switch {

@@ -1,16 +1,17 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/extract"
-	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -18,59 +19,385 @@ import (
 type ExtractionMetrics interface {
 	// Ran counts an extractor call, failed unless ok, and its latency.
 	Ran(ok bool, took time.Duration)
-	// Skipped counts a job that did not call the extractor.
+	// Skipped counts an extraction that did not call the extractor.
 	Skipped(reason string)
 	Written(n int)
 	Refused(reason string, n int)
 }
 
 // ConversationWindow bounds the messages an extraction reads: the
-// triggering inbound text and those before it, newest first. Enough for a
-// question and its answers, and a bounded cost per inbound text.
+// contact's latest text and those before it, newest first. Enough for a
+// question and its answers, and a bounded cost per extraction.
 const ConversationWindow = 20
 
 // SetExtraction sets the extractor that fills auto-collected custom data
-// (D20) and where its metrics go (nil for none). With no extractor,
-// inbound texts queue no extraction.
+// (D20) and where its metrics go (nil for none). With no extractor, the
+// sweep does not run.
 func (s *Service) SetExtraction(x extract.Extractor, m ExtractionMetrics) {
 	s.extractor, s.extractMetrics = x, m
 }
 
-var _ jobs.ExtractionRunner = (*Service)(nil)
+// Bounds of the extraction sweep (D20, #19).
+const (
+	// SweepBatch is how many inbound texts one sweep reads.
+	SweepBatch = 200
+	// sweepParallel bounds the extractor calls of a batch running at
+	// once: a model server answers in seconds, the rules in microseconds.
+	sweepParallel = 16
+	// sweepExtractFor bounds one extraction, the openai extractor's own
+	// timeouts and retries included, and the time a batch starts
+	// extractions in: a slow model holds the sweep no longer than twice
+	// this.
+	sweepExtractFor = 45 * time.Second
+	// sweepClaim is how long a sweeper's claim on a batch holds: past its
+	// extractions and writes. A sweeper that died holding one delays the
+	// texts after the cursor by at most this.
+	sweepClaim = 2 * time.Minute
+)
 
-// queuesExtraction reports whether an inbound text to the brand queues an
-// extraction: it is not a keyword (D12) and the brand has an
-// auto-collected field. It reads before the inbound message's write
-// transaction, so the check holds no write lock.
-func (s *Service) queuesExtraction(ctx context.Context, brandID int64, body string) (bool, error) {
-	if s.extractor == nil || keyword(body, stopWords) || keyword(body, startWords) || keyword(body, helpWords) {
-		return false, nil
+// sweepChunk is how many contacts' values one transaction of a batch
+// writes: on SQLite every inbound text waits for the one writer while it
+// commits, so a batch writes in small transactions; PostgreSQL's writes
+// do not hold the inbound texts, and a batch writes in one.
+func (s *Service) sweepChunk() int {
+	if s.db.Engine() == "postgres" {
+		return SweepBatch
 	}
-	now := time.Now()
-	if c, ok := s.autoFields.Load(brandID); ok && now.Before(c.(autoFieldsEntry).until) {
-		return c.(autoFieldsEntry).has, nil
+	return 16
+}
+
+// RunExtractionSweeper sweeps the inbound texts every interval until ctx
+// ends, and at once again after a full batch (D20, #19). Every worker node
+// runs one; their claims keep them from reading the same texts.
+func (s *Service) RunExtractionSweeper(ctx context.Context, every time.Duration) {
+	if s.extractor == nil {
+		return
 	}
-	has, err := s.db.HasAutoCollectedFields(ctx, brandID)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		for {
+			n, err := s.SweepExtractions(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.logger.Warn("extraction: sweep", "error", err)
+			}
+			if err != nil || n < SweepBatch {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sweepContact is one contact's part of a batch: one extraction, over
+// the contact's latest text in the batch.
+type sweepContact struct {
+	brand       *sweepBrand
+	userID      int64
+	first, last int // the contact's first and latest texts, indexes in the batch
+	// done says the extraction ended (it ran, failed, or was not needed);
+	// otherwise the next batch reads the contact's texts again.
+	done bool
+	kept []extracted
+}
+
+// sweepBrand is what a batch reads once per brand.
+type sweepBrand struct {
+	id    int64
+	req   []extract.Field // the auto-collected fields
+	byKey map[string]*parley.CustomField
+	set   *parley.BrandSettings
+}
+
+// SweepExtractions runs one batch of the extraction sweep (D20, #19): it
+// reads the inbound texts stored after the cursor, skips keywords (D12)
+// and the brands without an auto-collected field, runs one extraction per
+// contact over its latest text, and writes the values with the cursor's
+// move in the same transactions, so a crash redoes at most the batch and
+// never passes a text. Writing is idempotent: a value set after its
+// message stays, and the same value again changes nothing. It returns how
+// many texts it read; 0 when nothing was new or another sweeper holds the
+// batch.
+func (s *Service) SweepExtractions(ctx context.Context) (int, error) {
+	if s.extractor == nil {
+		return 0, nil
+	}
+	b, err := s.db.ReadExtractionBatch(ctx, SweepBatch)
+	if err != nil || b.End == b.From || b.Claimed {
+		return 0, err
+	}
+	contacts, err := s.sweepContacts(ctx, b.Texts)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
-	s.autoFields.Store(brandID, autoFieldsEntry{has: has, until: now.Add(autoFieldsTTL)})
-	return has, nil
+	if len(contacts) == 0 {
+		_, err := s.db.SkipExtraction(ctx, b.From, b.End)
+		return len(b.Texts), err
+	}
+	if ok, err := s.db.ClaimExtraction(ctx, b.From, s.db.Now().Add(sweepClaim)); err != nil || !ok {
+		return 0, err
+	}
+	s.extractContacts(ctx, b.Texts, contacts)
+
+	// The cursor stops before the first text of a contact whose
+	// extraction did not end; only contacts whose texts all come before
+	// that are written, the others are read again.
+	cut := len(b.Texts)
+	for _, c := range contacts {
+		if !c.done {
+			cut = min(cut, c.first)
+		}
+	}
+	end := b.End
+	if cut < len(b.Texts) {
+		end = b.From
+		if cut > 0 {
+			end = b.Texts[cut-1].Pos
+		}
+	}
+	var write []*sweepContact
+	for _, c := range contacts {
+		if c.done && c.last < cut && len(c.kept) > 0 {
+			write = append(write, c)
+		}
+	}
+	slices.SortFunc(write, func(a, b *sweepContact) int { return a.last - b.last })
+	if at, err := s.writeSweep(ctx, b, write, end); errors.Is(err, store.ErrCursorMoved) {
+		// Our claim ran out and another sweeper wrote the batch first.
+		s.logger.Info("extraction: another sweeper wrote the batch")
+		return 0, nil
+	} else if err != nil {
+		// The next sweep, maybe another node's, need not wait for the
+		// claim to run out.
+		s.db.ReleaseExtraction(context.WithoutCancel(ctx), at)
+		return 0, err
+	}
+	return len(b.Texts), nil
 }
 
-// autoFieldsTTL is how long a node remembers whether a brand has an
-// auto-collected field, sparing each inbound text a read: a field's change
-// through another node reaches this one's inbound texts within it (this
-// node's own changes at once, forgetAutoFields).
-const autoFieldsTTL = 2 * time.Second
-
-type autoFieldsEntry struct {
-	has   bool
-	until time.Time
+// sweepContacts groups the texts that need an extraction by contact, in
+// the order of their first text.
+func (s *Service) sweepContacts(ctx context.Context, texts []store.InboundText) ([]*sweepContact, error) {
+	var ids []int64
+	for _, t := range texts {
+		if !slices.Contains(ids, t.BrandID) {
+			ids = append(ids, t.BrandID)
+		}
+	}
+	auto, err := s.db.AutoCollectingBrands(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	brands := map[int64]*sweepBrand{}
+	byUser := map[[2]int64]*sweepContact{}
+	var out []*sweepContact
+	for i, t := range texts {
+		if !auto[t.BrandID] || keyword(t.Body, stopWords) || keyword(t.Body, startWords) || keyword(t.Body, helpWords) {
+			continue
+		}
+		b := brands[t.BrandID]
+		if b == nil {
+			if b, err = s.sweepBrand(ctx, t.BrandID); err != nil {
+				return nil, err
+			}
+			brands[t.BrandID] = b
+		}
+		if b.set == nil {
+			continue // deleted, or its fields changed since
+		}
+		k := [2]int64{t.BrandID, t.UserID}
+		c := byUser[k]
+		if c == nil {
+			c = &sweepContact{brand: b, userID: t.UserID, first: i}
+			byUser[k] = c
+			out = append(out, c)
+		}
+		c.last = i
+	}
+	return out, nil
 }
 
-// forgetAutoFields drops what the node remembers of the brand's fields.
-func (s *Service) forgetAutoFields(brandID int64) { s.autoFields.Delete(brandID) }
+// sweepBrand reads a brand's auto-collected fields and settings; set is
+// nil when there is nothing to extract.
+func (s *Service) sweepBrand(ctx context.Context, brandID int64) (*sweepBrand, error) {
+	b := &sweepBrand{id: brandID}
+	all, err := s.db.ListCustomFields(ctx, brandID)
+	if err != nil {
+		return nil, err
+	}
+	b.byKey = make(map[string]*parley.CustomField, len(all))
+	for _, f := range all {
+		key := parley.CustomDataKey(f.FieldName)
+		b.byKey[key] = f
+		if f.IsAutoCollected {
+			b.req = append(b.req, extractField(key, f))
+		}
+	}
+	if len(b.req) == 0 {
+		return b, nil
+	}
+	b.set, err = s.db.BrandSettings(ctx, brandID)
+	if errors.Is(err, store.ErrNotFound) {
+		return b, nil
+	}
+	return b, err
+}
+
+// extractContacts runs the contacts' extractions, at most sweepParallel
+// at once, each for at most sweepExtractFor, and starts none after
+// sweepExtractFor: those not started are read again by the next batch.
+// The first ones always end, so a slow model never stalls the sweep.
+func (s *Service) extractContacts(ctx context.Context, texts []store.InboundText, contacts []*sweepContact) {
+	sem := make(chan struct{}, sweepParallel)
+	stop := time.NewTimer(sweepExtractFor)
+	defer stop.Stop()
+	var wg sync.WaitGroup
+launch:
+	for _, c := range contacts {
+		select {
+		case sem <- struct{}{}:
+		case <-stop.C:
+			break launch
+		case <-ctx.Done():
+			break launch
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			cctx, cancel := context.WithTimeout(ctx, sweepExtractFor)
+			defer cancel()
+			s.extractContact(cctx, c, texts[c.last].Pos.ID)
+		})
+	}
+	wg.Wait()
+}
+
+// extractContact reads the contact's conversation up to its latest text
+// messageID, asks the extractor for the brand's auto-collected fields and
+// keeps the values that pass D6 (checkExtracted) in c.kept. An extractor
+// that fails, after its own retries, or runs out of ctx's time gives the
+// text up; c stays not done only when ctx was canceled (the node is
+// stopping) or the database failed, so that the next batch tries again.
+func (s *Service) extractContact(ctx context.Context, c *sweepContact, messageID int64) {
+	b := c.brand
+	log := s.logger.With("brand_id", b.id, "user_id", c.userID, "message_id", messageID)
+	u, err := s.db.FindUserByID(ctx, b.id, c.userID)
+	if errors.Is(err, store.ErrNotFound) {
+		c.done = true // deleted since
+		return
+	} else if err != nil {
+		log.Warn("extraction: reading the contact", "error", err)
+		return
+	}
+	if optedOut(u) && !b.set.ExtractWhenOptedOut {
+		s.skipped("opted_out")
+		c.done = true
+		return
+	}
+	msgs, err := s.db.ListMessages(ctx, b.id, c.userID, messageID+1, ConversationWindow)
+	if err != nil {
+		log.Warn("extraction: reading the conversation", "error", err)
+		return
+	}
+	if len(msgs) == 0 || msgs[0].ID != messageID || msgs[0].Direction != parley.DirectionInbound {
+		log.Warn("extraction: the inbound message is gone")
+		c.done = true
+		return
+	}
+	slices.Reverse(msgs) // oldest first, as the extractor reads them
+	req := extract.Request{BrandID: b.id, Fields: b.req, Now: s.db.Now().In(brandLocation(b.set.TimeZone)),
+		Conversation: make([]extract.Message, len(msgs))}
+	for i, m := range msgs {
+		req.Conversation[i] = extract.Message{Inbound: m.Direction == parley.DirectionInbound, Body: m.Body, At: m.DateCreated.Time}
+	}
+	if req.Known, err = knownValues(u.CustomData, b.byKey); err != nil {
+		log.Warn("extraction: the contact's custom data", "error", err)
+		c.done = true
+		return
+	}
+	start := time.Now()
+	vals, err := s.extractor.Extract(ctx, req)
+	if errors.Is(err, extract.ErrOverBudget) {
+		// The brand's daily calls are spent: trying again today would not
+		// help, so the text is left unread.
+		log.Info("extraction: skipped", "reason", "over_budget")
+		s.skipped("over_budget")
+		c.done = true
+		return
+	}
+	if s.extractMetrics != nil {
+		s.extractMetrics.Ran(err == nil, time.Since(start))
+	}
+	if err != nil {
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			log.Warn("extraction: the extractor failed; the text is left unread", "error", err.Error())
+			c.done = true
+		}
+		return
+	}
+	kept, invalid := checkExtracted(vals, b.byKey, msgs)
+	if invalid > 0 {
+		log.Info("extraction: values refused", "reason", "invalid", "count", invalid)
+		if s.extractMetrics != nil {
+			s.extractMetrics.Refused("invalid", invalid)
+		}
+	}
+	c.kept, c.done = kept, true
+}
+
+func (s *Service) skipped(reason string) {
+	if s.extractMetrics != nil {
+		s.extractMetrics.Skipped(reason)
+	}
+}
+
+// writeSweep writes the contacts' values, a few contacts a transaction
+// (sweepChunk), in the order of their latest texts, each transaction
+// moving the cursor past the latest text it wrote, and the last to end,
+// releasing the claim. A contact with a text after a transaction's cursor
+// is written by a later one, or after a crash read again.
+// It returns where the cursor is.
+func (s *Service) writeSweep(ctx context.Context, b *store.ExtractionBatch, write []*sweepContact, end store.ExtractionPos) (store.ExtractionPos, error) {
+	from := b.From
+	chunk := s.sweepChunk()
+	for {
+		part := write[:min(chunk, len(write))]
+		write = write[len(part):]
+		to, until := end, time.Time{}
+		if len(write) > 0 {
+			to, until = b.Texts[part[len(part)-1].last].Pos, s.db.Now().Add(sweepClaim)
+		}
+		// Users locked in id order, as every writer of several does.
+		part = slices.Clone(part)
+		slices.SortFunc(part, func(a, b *sweepContact) int { return cmp.Compare(a.userID, b.userID) })
+		var n [3]int // written, superseded, over D6's limits
+		err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+			n = [3]int{}
+			for _, c := range part {
+				w, sup, big, err := s.writeExtracted(ctx, tx, c)
+				if err != nil {
+					return err
+				}
+				n[0], n[1], n[2] = n[0]+w, n[1]+sup, n[2]+big
+			}
+			return tx.AdvanceExtraction(ctx, from, to, until)
+		})
+		if err != nil {
+			return from, err
+		}
+		if s.extractMetrics != nil {
+			s.extractMetrics.Written(n[0])
+			s.extractMetrics.Refused("superseded", n[1])
+			s.extractMetrics.Refused("invalid", n[2])
+		}
+		if from = to; len(write) == 0 {
+			return from, nil
+		}
+	}
+}
 
 // extracted is a value that passed D6, with the message it came from.
 type extracted struct {
@@ -80,199 +407,72 @@ type extracted struct {
 	at        time.Time // the message's date
 }
 
-// RunExtraction implements jobs.ExtractionRunner (D20, #19): it reads the
-// contact's conversation up to the inbound message messageID, asks the
-// extractor for the brand's auto-collected fields, checks every value as
-// the API would (D6) and writes the kept ones in one transaction, with
-// history (source extraction, the message each value came from) and a
-// user.updated event. A value set after its message, by anyone, stays. It
-// returns an error only when a retry may do better (the extractor could
-// not run, the database failed).
-func (s *Service) RunExtraction(ctx context.Context, a jobs.ExtractCustomDataArgs, final bool) error {
-	if s.extractor == nil {
-		return nil
-	}
-	brandID, userID, messageID := a.BrandID, a.UserID, a.MessageID
-	log := s.logger.With("brand_id", brandID, "user_id", userID, "message_id", messageID, "provider_id", a.ProviderID)
-	if messageID == 0 {
-		m, err := s.db.FindMessageByProviderID(ctx, a.Provider, a.ProviderID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && (m.BrandID != brandID || m.UserID != userID)) {
-			log.Warn("extraction: the inbound message is gone")
-			return nil
-		} else if err != nil {
-			return err
-		}
-		messageID = m.ID
-	}
-	all, err := s.db.ListCustomFields(ctx, brandID)
-	if err != nil {
-		return err
-	}
-	byKey := make(map[string]*parley.CustomField, len(all))
-	var req extract.Request
-	for _, f := range all {
-		key := parley.CustomDataKey(f.FieldName)
-		byKey[key] = f
-		if f.IsAutoCollected {
-			req.Fields = append(req.Fields, extractField(key, f))
-		}
-	}
-	if len(req.Fields) == 0 {
-		return nil // the fields changed since the text arrived
-	}
-	u, err := s.db.FindUserByID(ctx, brandID, userID)
+// writeExtracted writes a contact's kept values in tx, with history
+// (source extraction, the message each value came from, D18) and a
+// user.updated event. It reads the user under lock, and the last change of
+// each field: a value changed after the message the extracted value came
+// from is newer news and stays (D20: never overwrite what an operator or
+// the API set later), which also makes a batch done again write nothing
+// twice. It returns the values written, those superseded, and those over
+// D6's limits of 100 keys and 16 KiB.
+func (s *Service) writeExtracted(ctx context.Context, tx *store.Tx, c *sweepContact) (written, superseded, tooBig int, err error) {
+	brandID, userID := c.brand.id, c.userID
+	u, err := tx.FindUserForUpdate(ctx, brandID, userID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil // deleted since
+		return 0, 0, 0, nil
 	} else if err != nil {
-		return err
+		return 0, 0, 0, err
 	}
-	set, err := s.db.BrandSettings(ctx, brandID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	} else if err != nil {
-		return err
+	if optedOut(u) && !c.brand.set.ExtractWhenOptedOut {
+		return 0, 0, 0, nil // opted out while the extractor ran
 	}
-	if optedOut(u) && !set.ExtractWhenOptedOut {
-		if s.extractMetrics != nil {
-			s.extractMetrics.Skipped("opted_out")
-		}
-		return nil
+	names := make([]string, len(c.kept))
+	for i, k := range c.kept {
+		names[i] = parley.HistoryFieldCustomData + k.key
 	}
-	msgs, err := s.db.ListMessages(ctx, brandID, userID, messageID+1, ConversationWindow)
+	last, err := tx.LastChanges(ctx, brandID, userID, names)
 	if err != nil {
-		return err
+		return 0, 0, 0, err
 	}
-	if len(msgs) == 0 || msgs[0].ID != messageID || msgs[0].Direction != parley.DirectionInbound {
-		log.Warn("extraction: the inbound message is gone")
-		return nil
+	upd := make(map[string]json.RawMessage, len(c.kept))
+	from := make(map[string]int64, len(c.kept))
+	for i, k := range c.kept {
+		if t, ok := last[names[i]]; ok && t.After(k.at) {
+			superseded++
+			continue
+		}
+		upd[k.key], from[k.key] = k.value, k.messageID
 	}
-	slices.Reverse(msgs) // oldest first, as the extractor reads them
-	req.Conversation = make([]extract.Message, len(msgs))
-	for i, m := range msgs {
-		req.Conversation[i] = extract.Message{Inbound: m.Direction == parley.DirectionInbound, Body: m.Body, At: m.DateCreated.Time}
+	if len(upd) == 0 {
+		return 0, superseded, 0, nil
 	}
-	req.Known, err = knownValues(u.CustomData, byKey)
+	before := *u
+	if u.CustomData, err = mergeCustomData(u.CustomData, upd, c.brand.byKey); err != nil {
+		if _, ok := errors.AsType[*parley.Error](err); ok {
+			s.logger.Info("extraction: values over D6's limits", "brand_id", brandID, "user_id", userID, "count", len(upd))
+			return 0, superseded, len(upd), nil
+		}
+		return 0, 0, 0, err
+	}
+	if sameUser(&before, u) {
+		return 0, superseded, 0, nil
+	}
+	u.DateLastUpdated = parley.Time{Time: tx.Now()}
+	if err := tx.UpdateUser(ctx, u); err != nil {
+		return 0, 0, 0, err
+	}
+	entries, err := changes(&before, u)
 	if err != nil {
-		return err
+		return 0, 0, 0, err
 	}
-	req.Now = s.db.Now().In(brandLocation(set.TimeZone))
-
-	req.BrandID = brandID
-	start := time.Now()
-	vals, err := s.extractor.Extract(ctx, req)
-	if errors.Is(err, extract.ErrOverBudget) {
-		// The brand's daily calls are spent: retrying today would not
-		// help, so the text is left unread.
-		log.Info("extraction: skipped", "reason", "over_budget")
-		if s.extractMetrics != nil {
-			s.extractMetrics.Skipped("over_budget")
-		}
-		return nil
+	for i := range entries {
+		id := from[strings.TrimPrefix(entries[i].Field, parley.HistoryFieldCustomData)]
+		entries[i].Source, entries[i].MessageID = parley.SourceExtraction, &id
 	}
-	if s.extractMetrics != nil {
-		s.extractMetrics.Ran(err == nil, time.Since(start))
+	if err := tx.InsertHistory(ctx, brandID, entries); err != nil {
+		return 0, 0, 0, err
 	}
-	if err != nil {
-		if final {
-			log.Warn("extraction: the extractor failed; giving up", "error", err.Error())
-		}
-		return err
-	}
-	kept, invalid := checkExtracted(vals, byKey, msgs)
-	if invalid > 0 {
-		log.Info("extraction: values refused", "reason", "invalid", "count", invalid)
-		if s.extractMetrics != nil {
-			s.extractMetrics.Refused("invalid", invalid)
-		}
-	}
-	if len(kept) == 0 {
-		return nil
-	}
-	return s.writeExtracted(ctx, brandID, userID, set, kept, byKey)
-}
-
-// writeExtracted writes kept values in one transaction. It reads the user
-// again under lock, and the last change of each field: a value changed
-// after the message the extracted value came from is newer news and stays
-// (D20: never overwrite what an operator or the API set later).
-func (s *Service) writeExtracted(ctx context.Context, brandID, userID int64, set *parley.BrandSettings,
-	kept []extracted, byKey map[string]*parley.CustomField) error {
-	var written, superseded, tooBig int
-	// Extractions finishing together share a commit, as API updates do:
-	// on SQLite they so take the one writer from inbound texts less often.
-	err := s.db.WithGroupTx(ctx, parley.Origin{Source: parley.SourceExtraction}, func(ctx context.Context, tx *store.Tx) error {
-		written, superseded, tooBig = 0, 0, 0
-		u, err := tx.FindUserForUpdate(ctx, brandID, userID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if optedOut(u) && !set.ExtractWhenOptedOut {
-			return nil // opted out while the extractor ran
-		}
-		names := make([]string, len(kept))
-		for i, k := range kept {
-			names[i] = parley.HistoryFieldCustomData + k.key
-		}
-		last, err := tx.LastChanges(ctx, brandID, userID, names)
-		if err != nil {
-			return err
-		}
-		upd := make(map[string]json.RawMessage, len(kept))
-		from := make(map[string]int64, len(kept))
-		for i, k := range kept {
-			if t, ok := last[names[i]]; ok && t.After(k.at) {
-				superseded++
-				continue
-			}
-			upd[k.key], from[k.key] = k.value, k.messageID
-		}
-		if len(upd) == 0 {
-			return nil
-		}
-		before := *u
-		if u.CustomData, err = mergeCustomData(u.CustomData, upd, byKey); err != nil {
-			if _, ok := errors.AsType[*parley.Error](err); ok {
-				tooBig = len(upd) // D6's limits of 100 keys and 16 KiB
-				return nil
-			}
-			return err
-		}
-		if sameUser(&before, u) {
-			return nil
-		}
-		u.DateLastUpdated = parley.Time{Time: tx.Now()}
-		if err := tx.UpdateUser(ctx, u); err != nil {
-			return err
-		}
-		entries, err := changes(&before, u)
-		if err != nil {
-			return err
-		}
-		for i := range entries {
-			id := from[strings.TrimPrefix(entries[i].Field, parley.HistoryFieldCustomData)]
-			entries[i].Source, entries[i].MessageID = parley.SourceExtraction, &id
-		}
-		if err := tx.InsertHistory(ctx, brandID, entries); err != nil {
-			return err
-		}
-		written = len(entries)
-		return s.emit(ctx, tx, brandID, parley.EventUserUpdated, u)
-	})
-	if err != nil {
-		return err
-	}
-	if s.extractMetrics != nil {
-		s.extractMetrics.Written(written)
-		s.extractMetrics.Refused("superseded", superseded)
-		s.extractMetrics.Refused("invalid", tooBig)
-	}
-	if superseded > 0 || tooBig > 0 {
-		s.logger.Info("extraction: values not written", "brand_id", brandID, "user_id", userID,
-			"superseded", superseded, "over_limits", tooBig)
-	}
-	return nil
+	return len(entries), superseded, 0, s.emit(ctx, tx, brandID, parley.EventUserUpdated, u)
 }
 
 // checkExtracted keeps the values that name an auto-collected field once,

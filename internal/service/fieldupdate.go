@@ -16,7 +16,6 @@ import (
 // value fails the whole update and changes nothing.
 func (s *Service) UpdateCustomField(ctx context.Context, brandID, id int64, u parley.CustomFieldUpdate) (*parley.CustomField, error) {
 	var out *parley.CustomField
-	defer s.forgetAutoFields(brandID)
 	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
 		f, err := tx.FindCustomField(ctx, brandID, id)
 		if err != nil {

@@ -86,7 +86,6 @@ type Service struct {
 	// extractor fills auto-collected custom data (D20); nil turns it off.
 	extractor      extract.Extractor
 	extractMetrics ExtractionMetrics
-	autoFields     sync.Map // brand id → autoFieldsEntry
 
 	webhookAllowPrivate bool
 	webhookClient       *http.Client

@@ -88,6 +88,8 @@ func TestSQLiteIDsAutoincrement(t *testing.T) {
 		"credentials":    true, // a credential is named by its username
 		"consent_events": true, // listed without ids
 		"import_errors":  true, // listed without ids
+		// One row (id 1), the extraction sweep's, never shown (#19).
+		"extraction_cursor": true,
 	}
 	db := mustOpenDB(t)
 	rows, err := db.Writer().QueryContext(t.Context(), `SELECT name, sql FROM sqlite_schema WHERE type = 'table'`)

@@ -62,8 +62,8 @@ type Config struct {
 	// Budget, when set, is consulted before each call.
 	Budget Budget
 	// Timeout bounds one attempt, the answer's body included; 0 means 12 s.
-	// The defaults keep three attempts and their waits inside the
-	// extraction job's 45 s.
+	// The defaults keep three attempts and their waits inside the 45 s
+	// the extraction sweep gives one extraction.
 	Timeout time.Duration
 	// Attempts is how many times one extraction is tried, the first
 	// included; 0 means 3.

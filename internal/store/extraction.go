@@ -83,17 +83,11 @@ type ExtractionPos struct {
 	ID   int64
 }
 
-// Less reports whether p comes before q.
-func (p ExtractionPos) Less(q ExtractionPos) bool {
-	return p.Xact < q.Xact || p.Xact == q.Xact && p.ID < q.ID
-}
-
 // InboundText is an inbound message as the extraction sweep reads it.
 type InboundText struct {
 	Pos             ExtractionPos
 	BrandID, UserID int64
 	Body            string
-	At              time.Time // date_created
 }
 
 // ExtractionBatch is what the sweep reads in one go: the texts after the
@@ -129,7 +123,7 @@ func (db *DB) ReadExtractionBatch(ctx context.Context, limit int) (*ExtractionBa
 		// Only transactions that have all ended (below the snapshot's
 		// xmin): a text stored by one still running will sort after
 		// the cursor when it appears.
-		rows, err = db.query(ctx, `SELECT xact::text, id, brand_id, user_id, body, date_created FROM messages
+		rows, err = db.query(ctx, `SELECT xact::text, id, brand_id, user_id, body FROM messages
 		WHERE direction = 'inbound' AND xact IS NOT NULL AND (xact, id) > (?::xid8, ?) AND xact < pg_snapshot_xmin(pg_current_snapshot())
 		ORDER BY xact, id LIMIT ?`, xact, b.From.ID, limit)
 	} else {
@@ -142,7 +136,7 @@ func (db *DB) ReadExtractionBatch(ctx context.Context, limit int) (*ExtractionBa
 		if b.End.ID = max(b.From.ID, top.Int64); b.End == b.From {
 			return b, nil // nothing stored since
 		}
-		rows, err = db.query(ctx, `SELECT '0', id, brand_id, user_id, body, date_created FROM messages
+		rows, err = db.query(ctx, `SELECT '0', id, brand_id, user_id, body FROM messages
 		WHERE id > ? AND id <= ? AND direction = 'inbound' ORDER BY id LIMIT ?`, b.From.ID, b.End.ID, limit)
 	}
 	if err != nil {
@@ -151,14 +145,12 @@ func (db *DB) ReadExtractionBatch(ctx context.Context, limit int) (*ExtractionBa
 	defer rows.Close()
 	for rows.Next() {
 		var t InboundText
-		var at int64
-		if err := rows.Scan(&xact, &t.Pos.ID, &t.BrandID, &t.UserID, &t.Body, &at); err != nil {
+		if err := rows.Scan(&xact, &t.Pos.ID, &t.BrandID, &t.UserID, &t.Body); err != nil {
 			return nil, fmt.Errorf("store: extraction batch: %w", err)
 		}
 		if t.Pos.Xact, err = parseXact(xact); err != nil {
 			return nil, err
 		}
-		t.At = fromMicros(at)
 		b.Texts = append(b.Texts, t)
 	}
 	if err := rows.Err(); err != nil {

@@ -127,18 +127,23 @@ func (b *browser) Fill(label, value string) {
 // loads.
 func (b *browser) Submit(text string) {
 	b.t.Helper()
+	b.pressAndWait(text)
+}
+
+// Follow follows the link that reads text and waits for the page it
+// opens: read at once, the heading could still be the page before.
+func (b *browser) Follow(text string) {
+	b.t.Helper()
+	b.pressAndWait(text)
+}
+
+func (b *browser) pressAndWait(text string) {
+	b.t.Helper()
 	ctx, cancel := b.step()
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(cdppage.LoadEventFired, nil, chromedp.Click(button(text)))); err != nil {
 		b.t.Fatalf("browser: press %q: %v", text, err)
 	}
-}
-
-// Click clicks the button or link that reads text, without waiting for
-// a new page.
-func (b *browser) Click(text string) {
-	b.t.Helper()
-	b.do(chromedp.Click(button(text)))
 }
 
 // H1 returns the page's heading, once the page has loaded.

@@ -137,7 +137,7 @@ func TestBrowserImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.signIn("admin@a.example", password)
-	b.Click("Imports")
+	b.Follow("Imports")
 	if h := b.H1(); h != "Imports" {
 		t.Fatalf("Imports link: %q", h)
 	}

@@ -208,7 +208,7 @@ func TestBrowserSettings(t *testing.T) {
 	e := newEnv(t)
 	b := newBrowser(t, e.Server.URL)
 	b.signIn("admin@a.example", password)
-	b.Click("Settings")
+	b.Follow("Settings")
 	if h := b.H1(); h != "Settings" {
 		t.Fatalf("Settings link: %q", h)
 	}

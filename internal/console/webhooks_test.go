@@ -270,7 +270,7 @@ func TestBrowserWebhook(t *testing.T) {
 	e.startWorkers(t)
 	b := newBrowser(t, e.Server.URL)
 	b.signIn("admin@a.example", password)
-	b.Click("Webhooks")
+	b.Follow("Webhooks")
 	if h := b.H1(); h != "Webhooks" {
 		t.Fatalf("Webhooks link: %q", h)
 	}

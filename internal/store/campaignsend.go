@@ -257,28 +257,14 @@ func (tx *Tx) MarkSentMany(ctx context.Context, brandID int64, provider string, 
 	if len(sent) == 0 {
 		return nil, nil
 	}
-	if tx.db.engine == "postgres" {
-		// Arrays, not VALUES: PostgreSQL guessed two messages for the
-		// VALUES join and compared every pair (a third of the statement).
-		ids, pids := make([]int64, len(sent)), make([]string, len(sent))
-		for i, s := range sent {
-			ids[i], pids[i] = s.MessageID, s.ProviderID
-		}
-		rows, err := tx.query(ctx, `UPDATE messages SET status = 'sent', error_code = NULL, error_message = NULL,
-		date_sent = ?, provider = ?, provider_id = v.pid
-		FROM unnest(?::bigint[], ?::text[]) AS v(id, pid)
-		WHERE messages.id = v.id AND messages.brand_id = ? AND messages.status = 'queued' RETURNING messages.id`,
-			micros(tx.now), provider, ids, pids, brandID)
-		if err != nil {
-			return nil, fmt.Errorf("store: mark sent: %w", err)
-		}
-		return collectIDs(rows)
-	}
 	var q strings.Builder
-	// VALUES columns are column1, column2 on SQLite; the unary + below
-	// keeps it from walking the brand's index of messages and probing v
-	// for each (it did, once the campaign's messages were there: every
-	// batch read all the brand's messages).
+	// VALUES columns are column1, column2 on both engines; the casts type
+	// PostgreSQL's parameters, which it would otherwise read as text.
+	// The unary + keeps SQLite from walking the brand's index of messages
+	// and probing v for each (it did, once the campaign's messages were
+	// there: every batch read all the brand's messages); it does nothing
+	// on PostgreSQL. The id list besides the join gives PostgreSQL the
+	// primary key's index to start from, whatever it guesses of the VALUES.
 	q.WriteString(`UPDATE messages SET status = 'sent', error_code = NULL, error_message = NULL, date_sent = ?,
 	provider = ?, provider_id = v.column2
 	FROM (VALUES `)

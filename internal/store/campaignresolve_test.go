@@ -206,7 +206,7 @@ func TestCampaignResolveStopsWhenCanceled(t *testing.T) {
 	if resolving(t, f.db, c) {
 		t.Error("a canceled campaign is listed as resolving")
 	}
-	if n := len(campaignMessages2(t, f, c)); n != 1 {
+	if n := len(messageIDs(t, f, `campaign_id = ?`, c.ID)); n != 1 {
 		t.Errorf("%d messages after the cancel, want ann's alone", n)
 	}
 }
@@ -230,25 +230,4 @@ func TestCampaignResolveAudienceAtStart(t *testing.T) {
 	if got := campaignMessages(t, f, c); !slices.Equal(got, []string{"ann", "dee"}) {
 		t.Errorf("messaged %v, want [ann dee]", got)
 	}
-}
-
-// campaignMessages2 counts the campaign's messages whatever their status.
-func campaignMessages2(t *testing.T, f *segFixture, c *parley.Campaign) []int64 {
-	t.Helper()
-	rows, err := f.db.Writer().QueryContext(t.Context(), f.db.Rebind(`SELECT id FROM messages WHERE campaign_id = ?`), c.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return ids
 }

@@ -53,6 +53,10 @@ type DB struct {
 
 	rebound sync.Map    // query → query with the engine's placeholders
 	group   groupCommit // small writes of signed requests, committed together
+	// keyChecks counts the SQLite groups that still read their keys
+	// before their writes run, after a group found a key held (see
+	// readKeysFirst).
+	keyChecks atomic.Int32
 	// committers is how many groups commit at once: one on SQLite, whose
 	// single writer would only queue more; several on PostgreSQL, where
 	// one goroutine running every write's statements in turn, a round trip
@@ -387,7 +391,9 @@ func (db *DB) WithOriginTx(ctx context.Context, o parley.Origin, fn func(tx *Tx)
 // fails only itself, or the COMMIT's outcome is unknown, which fails all.
 // Once queued, the call waits for the outcome even if ctx ends. A signed
 // request's signature is recorded in the same transaction (D2), and its
-// Idempotency-Key claimed there, as in WithOriginTx (D13); Tx.Origin
+// Idempotency-Key claimed there, as in WithOriginTx (D13) — except that
+// on SQLite fn may first run in a transaction that rolls back, when the
+// key turns out to be held once fn ran (see readKeysFirst); Tx.Origin
 // returns o while fn runs. Never call it while holding the writer (inside
 // WithTx): on SQLite the group would wait for it forever.
 func (db *DB) WithGroupTx(ctx context.Context, o parley.Origin, fn func(ctx context.Context, tx *Tx) error) error {

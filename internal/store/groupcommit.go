@@ -173,9 +173,17 @@ func (db *DB) commitGroup(batch []*groupOp) {
 	// when a number is taken, the group runs again, in one transaction,
 	// with each insert sent on its own.
 	hold := db.engine == "postgres" && len(batch) > 1
-	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch, hold) })
+	check := db.readKeysFirst()
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		err := runGroupOps(ctx, tx, batch, hold, check)
+		if !check && errors.Is(err, errKeyRace) {
+			db.keyChecks.Store(keyChecksAfterRace)
+		}
+		check = true // run again for errKeyRace, it reads the keys first
+		return err
+	})
 	if hold && errors.Is(err, errBehindConflict) {
-		err = db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch, false) })
+		err = db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch, false, true) })
 	}
 	rerun := err != nil && len(batch) > 1 && !CommitUncertain(err)
 	// One deadline for all of them: when the database itself fails, the
@@ -211,7 +219,7 @@ func (op *groupOp) gone() bool {
 
 // runOne runs op in a transaction of its own.
 func (db *DB) runOne(ctx context.Context, op *groupOp) error {
-	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}, false) })
+	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}, false, true) })
 }
 
 // finish reports the op's outcome once its transaction ended with err.
@@ -234,8 +242,11 @@ func (op *groupOp) finish(err error) {
 // runGroupOps records the batch's signatures and checks its keys, runs
 // its writes in order, then stores their keys. A write refused by its
 // signature or key does not run. With hold, the users the writes create
-// are held for one INSERT (writebehind.go).
-func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp, hold bool) error {
+// are held for one INSERT (writebehind.go). Without readKeys the keys are
+// not read before the writes run (see readKeysFirst): a held key then
+// fails the group with errKeyRace, when it is stored or, for a write
+// that refused, when it is read after.
+func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp, hold, readKeys bool) error {
 	for _, op := range batch {
 		op.failed, op.answer = nil, nil
 	}
@@ -249,9 +260,10 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp, hold bool) error
 	for op := range replayed {
 		op.failed = parley.ErrReplayed
 	}
-	if err := checkKeys(ctx, tx, batch); err != nil {
+	if err := checkKeys(ctx, tx, batch, readKeys); err != nil {
 		return err
 	}
+	var refused []*groupOp // keyed writes that refused, their keys unread
 	for _, op := range batch {
 		if op.failed != nil {
 			continue
@@ -263,6 +275,12 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp, hold bool) error
 			}
 			return err
 		}
+		if !readKeys && op.keyed != nil && op.failed != nil {
+			refused = append(refused, op)
+		}
+	}
+	if err := keysFree(ctx, tx, refused); err != nil {
+		return err
 	}
 	return storeKeys(ctx, tx, batch)
 }

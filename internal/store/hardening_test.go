@@ -314,6 +314,94 @@ func TestKeyedWriteRace(t *testing.T) {
 	}
 }
 
+// TestKeyedWriteHeldRunsAgain: a group whose writes meet keys that
+// earlier requests hold — SQLite's first run does not read them, and
+// finds them as it stores them or, for a write that refused, reads them
+// after — commits without those writes, each answered with its key as
+// stored, and its other writes together; the group after it reads its
+// keys before its writes run (D13; issue #15).
+func TestKeyedWriteHeldRunsAgain(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Microsecond)
+	db.Now = func() time.Time { return now }
+	field := fieldWrite(brand)
+	for key, answer := range map[string]string{"held": "first", "held-refused": "second"} {
+		err := db.WithGroupTx(ctx, parley.Origin{Keyed: keyedWrite(brand, key, "request-"+key, now)}, func(ctx context.Context, tx *store.Tx) error {
+			tx.Answer(answer)
+			return field(ctx, tx)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	takenWith := func(err error, body string) bool {
+		var taken *parley.KeyTaken
+		return errors.As(err, &taken) && taken.Record.Answer != nil && string(taken.Record.Answer.Body) == body
+	}
+
+	// Alone: the second run reads the key (else it fails as the first did).
+	if err := db.WithGroupTx(ctx, parley.Origin{Keyed: keyedWrite(brand, "held", "request-held", now)}, field); !takenWith(err, "first") {
+		t.Fatalf("a retry alone: %v, want the key taken with its answer", err)
+	}
+	db.ForgetKeyRaces()
+
+	// In a group, with writes beside it that commit together: a retry
+	// that refuses (its key read after it), then one that writes.
+	want := 0 // PostgreSQL reads a group's keys with its signatures
+	if apitest.Engine() == "sqlite" {
+		want = 1 // in the first run, which rolls back
+	}
+	for _, held := range []struct {
+		origin parley.Origin
+		refuse bool
+		answer string
+	}{
+		{parley.Origin{Keyed: keyedWrite(brand, "held-refused", "request-held-refused", now)}, true, "second"},
+		{parley.Origin{Keyed: keyedWrite(brand, "held", "request-held", now)}, false, "first"},
+	} {
+		db.ForgetKeyRaces()
+		origins := []parley.Origin{held.origin, {Keyed: keyedWrite(brand, "fresh-"+held.answer, "request-fresh", now)}, {}}
+		runs := make([]int, len(origins))
+		txs, errs := groupOfWritesCtx(t, db, len(origins), func(i int) parley.Origin { return origins[i] }, func(i int, tx *store.Tx) error {
+			runs[i]++
+			if i == 0 && held.refuse {
+				return store.Unchanged(errors.New("refused"))
+			}
+			tx.Answer(i)
+			return field(ctx, tx)
+		})
+		if !takenWith(errs[0], held.answer) || errs[1] != nil || errs[2] != nil {
+			t.Fatalf("refuse %v: outcomes %v; want the held key taken with its answer, the other writes committed", held.refuse, errs)
+		}
+		if txs[1] != txs[2] {
+			t.Errorf("refuse %v: the group ran again write by write: its second run did not read the keys", held.refuse)
+		}
+		if runs[0] != want {
+			t.Errorf("refuse %v: the held key's write ran %d times; want %d", held.refuse, runs[0], want)
+		}
+	}
+	if got := countFields(t, db, brand); got != 6 {
+		t.Errorf("%d fields, want 6: the two first writes and two of each group (a held key's write never commits)", got)
+	}
+
+	// The group after it reads its keys first: the held key's write does
+	// not run at all.
+	origins := []parley.Origin{
+		{Keyed: keyedWrite(brand, "held", "request-held", now)},
+		{Keyed: keyedWrite(brand, "held-refused", "request-held-refused", now)},
+	}
+	runs := make([]int, 2)
+	_, errs := groupOfWritesCtx(t, db, 2, func(i int) parley.Origin { return origins[i] }, func(i int, tx *store.Tx) error {
+		runs[i]++
+		return field(ctx, tx)
+	})
+	if !takenWith(errs[0], "first") || !takenWith(errs[1], "second") || runs[0]+runs[1] != 0 {
+		t.Errorf("the next group: %v, ran %v; want the keys taken before the writes run", errs, runs)
+	}
+}
+
 // TestKeyedWriteStoredBeside: two transactions that both found a key free
 // (two committers on PostgreSQL): the one that stores it second is run
 // again, finds it taken, and so changes nothing (D13).

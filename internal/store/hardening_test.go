@@ -402,6 +402,52 @@ func TestKeyedWriteHeldRunsAgain(t *testing.T) {
 	}
 }
 
+// TestKeyedWriteLargeGroup: a group of more keyed writes than one
+// multi-row INSERT of keys takes stores every key with its write's
+// answer; a held key in its last rows fails none of the others, and its
+// write never commits (D13; issue #15).
+func TestKeyedWriteLargeGroup(t *testing.T) {
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Microsecond)
+	db.Now = func() time.Time { return now }
+	field := fieldWrite(brand)
+	if err := db.WithGroupTx(ctx, parley.Origin{Keyed: keyedWrite(brand, "held", "request-held", now)}, func(ctx context.Context, tx *store.Tx) error {
+		tx.Answer("held")
+		return field(ctx, tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 87 // 64 + 16 + 4 + 3 × 1 rows
+	origins := make([]parley.Origin, n)
+	for i := range n - 1 {
+		origins[i] = parley.Origin{Keyed: keyedWrite(brand, fmt.Sprint("k", i), fmt.Sprint("request-", i), now)}
+	}
+	origins[n-1] = parley.Origin{Keyed: keyedWrite(brand, "held", "request-held", now)}
+	_, errs := groupOfWritesCtx(t, db, n, func(i int) parley.Origin { return origins[i] }, func(i int, tx *store.Tx) error {
+		tx.Answer(fmt.Sprint("answer ", i))
+		return field(ctx, tx)
+	})
+	var taken *parley.KeyTaken
+	if !errors.As(errs[n-1], &taken) || taken.Record.Answer == nil || string(taken.Record.Answer.Body) != "held" {
+		t.Errorf("the held key: %v, want it taken with its answer", errs[n-1])
+	}
+	for i := range n - 1 {
+		if a := origins[i].Keyed.Stored(); errs[i] != nil || a == nil || string(a.Body) != fmt.Sprint("answer ", i) {
+			t.Fatalf("write %d: %v, stored %+v; want its answer stored", i, errs[i], a)
+		}
+		// A retry finds the key as stored.
+		err := db.WithGroupTx(ctx, parley.Origin{Keyed: keyedWrite(brand, fmt.Sprint("k", i), fmt.Sprint("request-", i), now)}, field)
+		if !errors.As(err, &taken) || taken.Record.Answer == nil || string(taken.Record.Answer.Body) != fmt.Sprint("answer ", i) {
+			t.Fatalf("a retry of write %d: %v, want its answer", i, err)
+		}
+	}
+	if got := countFields(t, db, brand); got != n {
+		t.Errorf("%d fields, want %d: the held key's first write and the group's others", got, n)
+	}
+}
+
 // TestKeyedWriteStoredBeside: two transactions that both found a key free
 // (two committers on PostgreSQL): the one that stores it second is run
 // again, finds it taken, and so changes nothing (D13).

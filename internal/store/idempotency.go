@@ -387,7 +387,7 @@ const qInsertKeysArrays = `INSERT INTO idempotency_keys (brand_id, idem_key, req
 // storeKeys stores the keys of the batch's writes that ran, each with its
 // answer or as a claim (see storeKey): one INSERT on PostgreSQL, in key
 // order so that groups committing side by side lock them in one order,
-// and one each on SQLite. A key stored meanwhile by a transaction beside
+// and a few multi-row ones on SQLite (rowChunks). A key stored meanwhile by a transaction beside
 // this one fails the group with errKeyRace: run again, its check sees it.
 func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	var ops []*groupOp
@@ -400,17 +400,25 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		return nil
 	}
 	if tx.db.engine == "sqlite" {
+		// Multi-row INSERTs (rowChunks); not qStoreKey: a request's own
+		// claim is no key for a write of it to take (checkKeys refuses it;
+		// see readKeysFirst).
 		at := micros(tx.now)
-		for _, op := range ops {
-			// Not qStoreKey: a request's own claim is no key for a write of
-			// it to take (checkKeys refuses it; see readKeysFirst).
-			res, err := tx.exec(ctx, qInsertKeys+keyValues+qTakeOver, append(tx.keyArgs(nil, op.keyed, op.answer, at), at, at)...)
-			if err != nil {
-				return fmt.Errorf("store: store idempotency key: %w", err)
+		args := make([]any, 0, 9*chunkRows(len(ops))+2)
+		for len(ops) > 0 {
+			n := chunkRows(len(ops))
+			args = args[:0]
+			for _, op := range ops[:n] {
+				args = tx.keyArgs(args, op.keyed, op.answer, at)
 			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
+			res, err := tx.exec(ctx, multiRow(qInsertKeys, keyValues, n, qTakeOver), append(args, at, at)...)
+			if err != nil {
+				return fmt.Errorf("store: store idempotency keys: %w", err)
+			}
+			if stored, err := res.RowsAffected(); err != nil || stored != int64(n) {
 				return cmp.Or(err, errKeyRace)
 			}
+			ops = ops[n:]
 		}
 		return nil
 	}

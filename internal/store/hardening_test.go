@@ -402,10 +402,9 @@ func TestKeyedWriteHeldRunsAgain(t *testing.T) {
 	}
 }
 
-// TestKeyedWriteLargeGroup: a group of more keyed writes than one
-// multi-row INSERT of keys takes stores every key with its write's
-// answer; a held key in its last rows fails none of the others, and its
-// write never commits (D13; issue #15).
+// TestKeyedWriteLargeGroup: a large group of keyed writes stores every
+// key with its write's answer; a held key among them fails none of the
+// others, and its write never commits (D13; issue #15).
 func TestKeyedWriteLargeGroup(t *testing.T) {
 	db := mustOpenDB(t)
 	brand := mustBrand(t, db)
@@ -419,7 +418,7 @@ func TestKeyedWriteLargeGroup(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	const n = 87 // 64 + 16 + 4 + 3 × 1 rows
+	const n = 87
 	origins := make([]parley.Origin, n)
 	for i := range n - 1 {
 		origins[i] = parley.Origin{Keyed: keyedWrite(brand, fmt.Sprint("k", i), fmt.Sprint("request-", i), now)}

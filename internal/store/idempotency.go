@@ -35,6 +35,8 @@ const (
 	qStoreKey = qInsertKeys + keyValues + qTakeOver + `
 			OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until = ?
 				AND idempotency_keys.request_hash = excluded.request_hash)`
+	// qClaimKey stores the key of a write that ran, unless a request holds it.
+	qClaimKey   = qInsertKeys + keyValues + qTakeOver
 	qReleaseKey = `DELETE FROM idempotency_keys
 		WHERE brand_id = ? AND idem_key = ? AND locked_until = ? AND request_hash = ? AND status IS NULL`
 )
@@ -387,7 +389,7 @@ const qInsertKeysArrays = `INSERT INTO idempotency_keys (brand_id, idem_key, req
 // storeKeys stores the keys of the batch's writes that ran, each with its
 // answer or as a claim (see storeKey): one INSERT on PostgreSQL, in key
 // order so that groups committing side by side lock them in one order,
-// and a few multi-row ones on SQLite (rowChunks). A key stored meanwhile by a transaction beside
+// and one each on SQLite. A key stored meanwhile by a transaction beside
 // this one fails the group with errKeyRace: run again, its check sees it.
 func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	var ops []*groupOp
@@ -400,25 +402,19 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		return nil
 	}
 	if tx.db.engine == "sqlite" {
-		// Multi-row INSERTs (rowChunks); not qStoreKey: a request's own
-		// claim is no key for a write of it to take (checkKeys refuses it;
-		// see readKeysFirst).
+		// Not qStoreKey: a request's own claim is no key for a write of it
+		// to take (checkKeys refuses it; see readKeysFirst). One row a
+		// statement: multi-row INSERTs cost more (issue #15, session 9),
+		// SQLite keeping a statement journal of every page they touch.
 		at := micros(tx.now)
-		args := make([]any, 0, 9*chunkRows(len(ops))+2)
-		for len(ops) > 0 {
-			n := chunkRows(len(ops))
-			args = args[:0]
-			for _, op := range ops[:n] {
-				args = tx.keyArgs(args, op.keyed, op.answer, at)
-			}
-			res, err := tx.exec(ctx, multiRow(qInsertKeys, keyValues, n, qTakeOver), append(args, at, at)...)
+		for _, op := range ops {
+			res, err := tx.exec(ctx, qClaimKey, append(tx.keyArgs(nil, op.keyed, op.answer, at), at, at)...)
 			if err != nil {
-				return fmt.Errorf("store: store idempotency keys: %w", err)
+				return fmt.Errorf("store: store idempotency key: %w", err)
 			}
-			if stored, err := res.RowsAffected(); err != nil || stored != int64(n) {
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
 				return cmp.Or(err, errKeyRace)
 			}
-			ops = ops[n:]
 		}
 		return nil
 	}

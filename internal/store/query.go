@@ -118,34 +118,3 @@ func collect[T any](rows *sql.Rows, scan func(func(...any) error) (T, error)) ([
 	}
 	return out, rows.Err()
 }
-
-// rowChunks are the row counts of SQLite's multi-row statements: a
-// group's rows go in the fewest statements of these sizes (chunkRows), so
-// a connection's statement cache keeps four shapes of each, not one per
-// group size.
-var rowChunks = [...]int{64, 16, 4, 1}
-
-// chunkRows returns how many of n rows the next multi-row statement takes.
-func chunkRows(n int) int {
-	for _, c := range rowChunks {
-		if n >= c {
-			return c
-		}
-	}
-	return n
-}
-
-// multiRow returns head, then n copies of row separated by commas, then tail.
-func multiRow(head, row string, n int, tail string) string {
-	var b strings.Builder
-	b.Grow(len(head) + n*(len(row)+2) + len(tail))
-	b.WriteString(head)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(row)
-	}
-	b.WriteString(tail)
-	return b.String()
-}

@@ -374,7 +374,7 @@ func (s *Service) writeSweep(ctx context.Context, b *store.ExtractionBatch, writ
 		part = slices.Clone(part)
 		slices.SortFunc(part, func(a, b *sweepContact) int { return cmp.Compare(a.userID, b.userID) })
 		var n [3]int // written, superseded, over D6's limits
-		err := s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
+		err := s.db.WithTx(ctx, func(tx *store.Tx) error {
 			n = [3]int{}
 			for _, c := range part {
 				w, sup, big, err := s.writeExtracted(ctx, tx, c)

@@ -124,9 +124,9 @@ type Config struct {
 	// Extractor fills contacts' auto-collected custom data from their
 	// texts (D20); nil means the offline rules extractor.
 	Extractor extract.Extractor
-	// ExtractionSweep is how often a worker node looks for inbound texts to
-	// extract from (#19); 0 means 250 ms, negative never (tests then sweep
-	// through Service.SweepExtractions).
+	// ExtractionSweep is how often the extraction sweep's job, on a worker
+	// node, looks for inbound texts to extract from (#19); 0 means 250 ms,
+	// negative never (tests then sweep through Service.SweepExtractions).
 	ExtractionSweep time.Duration
 }
 
@@ -254,6 +254,10 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		// Campaigns (D16): a claim older than the rescue delay is one whose
 		// sender died, as a job silent that long is.
 		a.Service.SetCampaigns(cfg.CampaignBatch, cmp.Or(cfg.JobRescueAfter, time.Minute))
+		// D20: a value within 10 s of its text with the rules extractor.
+		if every := cmp.Or(cfg.ExtractionSweep, 250*time.Millisecond); every > 0 {
+			wc.Extractions, wc.ExtractionEvery = a.Service, every
+		}
 	}
 	if wc != nil {
 		wc.Imports = a.Importer
@@ -342,11 +346,6 @@ func (a *App) Start(ctx context.Context) error {
 		// D16: campaigns are resolved when send_at comes, by whichever
 		// worker node looks first.
 		wg.Go(func() { a.Service.RunCampaignScheduler(ctx, cmp.Or(a.Config.CampaignPoll, 200*time.Millisecond)) })
-		// D20: a value within 10 s of its text with the rules extractor;
-		// every worker node sweeps, their claims keep them apart.
-		if every := cmp.Or(a.Config.ExtractionSweep, 250*time.Millisecond); every > 0 {
-			wg.Go(func() { a.Service.RunExtractionSweeper(ctx, every) })
-		}
 		if a.Sim != nil {
 			a.Sim.Run(ctx, a.Service)
 		}

@@ -126,12 +126,12 @@ func TestWebhooksPage(t *testing.T) {
 		t.Fatalf("a failed delivery has no Retry button:\n%s", p.Body)
 	}
 	rcv.status.Store(200)
-	jobs := e.Count(t, "river_job")
+	jobs := e.Count(t, "river_job WHERE kind = 'deliver_webhook'")
 	p = w.post("/console/webhooks/"+id, url.Values{"action": {"retry"}, "delivery": {rm[1]}})
 	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, "/console/webhooks/"+id+"?done=retry&after=") {
 		t.Fatalf("retry: %d %q\n%s", p.Status, p.Location, p.Body)
 	}
-	if n := e.Count(t, "river_job"); n != jobs+1 {
+	if n := e.Count(t, "river_job WHERE kind = 'deliver_webhook'"); n != jobs+1 {
 		t.Errorf("Retry queued %d jobs, want 1", n-jobs)
 	}
 	deadline := time.Now().Add(30 * time.Second)

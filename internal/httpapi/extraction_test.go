@@ -443,6 +443,58 @@ func TestExtractionSweepTwoNodes(t *testing.T) {
 	}
 }
 
+// TestExtractionSweepJob: the sweep is one durable River job for the
+// whole service (D20: "a durable job"; #19), however many worker nodes
+// run: two nodes started on one database hold one unfinished sweep job
+// between them, and it extracts a text's value.
+func TestExtractionSweepJob(t *testing.T) {
+	t.Parallel()
+	// A rescue delay of 3 s makes runs of 1 s: the job hands over a few times.
+	e := whStarted(t, func(c *app.Config) { c.JobRescueAfter = 3 * time.Second })
+	n2 := apitest.Attach(t, e)
+	if err := n2.App.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n2.App.Stop(context.Background()) })
+	exSizeField(t, e, e.BrandA.ID)
+	m := simMessage(t, simInbound(t, e, "+14155552671", "I'm a size M"))
+	for start := time.Now(); exCustomData(t, e, m.UserID) == "null" && time.Since(start) < 15*time.Second; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := exCustomData(t, e, m.UserID); got != `{"size":"M"}` {
+		t.Fatalf("custom_data = %s, want {\"size\":\"M\"} written by the sweep job", got)
+	}
+	for start := time.Now(); e.Count(t, "river_job WHERE kind = 'extraction_sweep' AND state = 'completed'") < 3 && time.Since(start) < 15*time.Second; {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := e.Count(t, "river_job WHERE kind = 'extraction_sweep' AND state = 'completed'"); n < 3 {
+		t.Errorf("%d sweep runs handed over, want ≥ 3 (runs of 1 s)", n)
+	}
+	if n := e.Count(t, "river_job WHERE kind = 'extraction_sweep' AND attempt > 1"); n > 0 {
+		t.Errorf("%d sweep jobs tried more than once, want 0: runs hand over, they do not retry or snooze", n)
+	}
+	const unfinished = "river_job WHERE kind = 'extraction_sweep' AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')"
+	if n := e.Count(t, unfinished); n != 1 {
+		t.Errorf("%d unfinished extraction sweep jobs with two worker nodes, want 1", n)
+	}
+	if n := e.Count(t, "river_job WHERE kind = 'extraction_sweep' AND state = 'running'"); n > 1 {
+		t.Errorf("%d sweep jobs running at once, want 1 at most", n)
+	}
+	// Both nodes stopped: the last run handed over to a job left waiting,
+	// which is no backlog of work (the queue's metrics leave it out).
+	for _, n := range []*apitest.Env{n2, e} {
+		if err := n.App.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.Count(t, "river_job WHERE kind = 'extraction_sweep' AND state = 'available'"); n != 1 {
+		t.Errorf("%d sweep jobs waiting after both nodes stopped, want 1 (handed over)", n)
+	}
+	if n, _, err := e.App.DB.QueueStats(e.Ctx); err != nil || n != 0 {
+		t.Errorf("QueueStats = %d jobs waiting, %v; want 0: the sweep's job is no backlog", n, err)
+	}
+}
+
 // TestExtractionOptedOut: a contact whose messaging_consent is false is
 // left alone unless the brand's extract_when_opted_out setting allows it
 // (D20, D17 settings).

@@ -64,6 +64,8 @@ const (
 type Queue struct {
 	client  *river.Client[*sql.Tx]
 	working bool
+	sweeps  bool        // this node runs the extraction sweep's job
+	stop    *stopSignal // Stop ends the sweep's run
 }
 
 // Deliverer makes one delivery attempt (the service implements it).
@@ -86,6 +88,10 @@ type WorkerConfig struct {
 	Imports ImportRunner
 	// Campaigns, when set, sends campaigns (QueueCampaigns).
 	Campaigns CampaignSender
+	// Extractions, when set, sweeps the inbound texts every
+	// ExtractionEvery (default 250 ms) in the extraction sweep's job.
+	Extractions     ExtractionSweeper
+	ExtractionEvery time.Duration
 	// Concurrency is how many deliveries run at once on this node.
 	Concurrency int
 	// RescueAfter is how long a job may run before another node or a
@@ -139,6 +145,7 @@ func driver(db *sql.DB, engine string) riverdriver.Driver[*sql.Tx] {
 // otherwise Start works them.
 func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 	cfg := &river.Config{}
+	stop := newStopSignal()
 	if w != nil {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &deliverWorker{d: w.Deliverer})
@@ -161,6 +168,12 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 		if w.Imports != nil {
 			addImports(workers, cfg, w.Imports)
 		}
+		if w.Extractions != nil {
+			river.AddWorker(workers, newExtractionWorker(w.Extractions, cmp.Or(w.ExtractionEvery, 250*time.Millisecond),
+				cfg.RescueStuckJobsAfter, db, engine, stop))
+			cfg.Queues[QueueExtraction] = river.QueueConfig{MaxWorkers: 1}
+			cfg.PeriodicJobs = append(cfg.PeriodicJobs, extractionJob())
+		}
 		if w.Campaigns != nil {
 			river.AddWorker(workers, newCampaignWorker(w.Campaigns, cfg.RescueStuckJobsAfter))
 			cfg.Queues[QueueCampaigns] = river.QueueConfig{MaxWorkers: campaignWorkers}
@@ -170,7 +183,7 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	return &Queue{client: c, working: w != nil}, nil
+	return &Queue{client: c, working: w != nil, sweeps: w != nil && w.Extractions != nil, stop: stop}, nil
 }
 
 type webhookWorker struct {
@@ -211,14 +224,27 @@ func (q *Queue) Start(ctx context.Context) error {
 	if !q.working {
 		return nil
 	}
-	return q.client.Start(ctx)
+	q.stop.reset()
+	if err := q.client.Start(ctx); err != nil {
+		return err
+	}
+	if q.sweeps {
+		// At once, not when River's leader is elected (seconds after a
+		// start): the job is unique, so every node may insert it.
+		if _, err := q.client.Insert(ctx, ExtractionSweepArgs{}, nil); err != nil {
+			return fmt.Errorf("jobs: extraction sweep: %w", err)
+		}
+	}
+	return nil
 }
 
-// Stop lets running jobs finish (until ctx ends) and stops working.
+// Stop lets running jobs finish (until ctx ends) and stops working. The
+// extraction sweep's run ends after its batch in flight.
 func (q *Queue) Stop(ctx context.Context) error {
 	if !q.working {
 		return nil
 	}
+	q.stop.stop()
 	return q.client.Stop(ctx)
 }
 

@@ -66,16 +66,20 @@ func (s *Service) sweepChunk() int {
 	return 16
 }
 
-// RunExtractionSweeper sweeps the inbound texts every interval until ctx
-// ends, and at once again after a full batch (D20, #19). Every worker node
-// runs one; their claims keep them from reading the same texts.
-func (s *Service) RunExtractionSweeper(ctx context.Context, every time.Duration) {
+// RunExtractionSweeper implements jobs.ExtractionSweeper: it sweeps the
+// inbound texts every interval, and at once again after a full batch,
+// until d has passed, stop is closed or ctx ends (D20, #19); a batch in
+// flight is finished first. The extraction sweep job
+// runs it on one worker node at a time; should two ever run it, their
+// claims keep them off each other's batch. A sweep's error is logged and
+// the next sweep tries again: the cursor moves only past what was done.
+func (s *Service) RunExtractionSweeper(ctx context.Context, every, d time.Duration, stop <-chan struct{}) {
 	if s.extractor == nil {
 		return
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
+	for start := time.Now(); time.Since(start) < d; {
 		for {
 			n, err := s.SweepExtractions(ctx)
 			if err != nil && ctx.Err() == nil {
@@ -87,6 +91,8 @@ func (s *Service) RunExtractionSweeper(ctx context.Context, every time.Duration)
 		}
 		select {
 		case <-ctx.Done():
+			return
+		case <-stop:
 			return
 		case <-t.C:
 		}

@@ -296,17 +296,18 @@ func (tx *Tx) ClearSending(ctx context.Context, brandID, messageID int64) error 
 }
 
 // QueueStats returns how many jobs wait in the queue and when the oldest
-// was created, for metrics.
+// was created, for metrics. The extraction sweep's job is always there,
+// waiting or running: it is no backlog.
 func (db *DB) QueueStats(ctx context.Context) (int64, time.Time, error) {
 	var n int64
-	if err := db.queryRow(ctx, `SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable')`).Scan(&n); err != nil {
+	if err := db.queryRow(ctx, `SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable') AND kind <> 'extraction_sweep'`).Scan(&n); err != nil {
 		return 0, time.Time{}, fmt.Errorf("store: queue stats: %w", err)
 	}
 	if n == 0 {
 		return 0, time.Time{}, nil
 	}
 	var oldest time.Time
-	err := db.queryRow(ctx, `SELECT created_at FROM river_job WHERE state IN ('available', 'scheduled', 'retryable') ORDER BY id LIMIT 1`).Scan(&oldest)
+	err := db.queryRow(ctx, `SELECT created_at FROM river_job WHERE state IN ('available', 'scheduled', 'retryable') AND kind <> 'extraction_sweep' ORDER BY id LIMIT 1`).Scan(&oldest)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, time.Time{}, nil
 	}

@@ -163,13 +163,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	selfBefore := selfCPU()
+	selfBefore := SelfCPU()
 	start := time.Now()
 	stopProgress := r.startProgress(start)
 	elapsed, unsent := drive(ctx, realClock{ctx}, plan{workers: o.Concurrency, rate: o.Rate, duration: o.Duration},
 		func(i int) bool { return workers[i].timed() }, &r.hist, &r.started)
 	stopProgress()
-	res.BenchCPUS = round((selfCPU() - selfBefore).Seconds(), 2)
+	res.BenchCPUS = round((SelfCPU() - selfBefore).Seconds(), 2)
 	if o.Server != nil {
 		if after, err := o.Server.usage(); err == nil {
 			cpu := (after.cpu - serverBefore.cpu).Seconds()
@@ -520,8 +520,9 @@ func (r *runner) fill(res *Result, elapsed time.Duration, unsent int64) {
 	res.RateLimitHeaders = r.rateSeen.Load()
 }
 
-// selfCPU is the CPU time this process has used.
-func selfCPU() time.Duration {
+// SelfCPU is the CPU time this process has used, user and system (benchmarks
+// in other packages report it per operation too).
+func SelfCPU() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0

@@ -133,7 +133,7 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 	progress("seeded in %.1fs; measuring for %s\n", res.SeedS, o.Duration)
 
 	var counts, pages []time.Duration
-	cpu0 := selfCPU()
+	cpu0 := SelfCPU()
 	end := time.Now().Add(o.Duration)
 	cursor := ""
 	for time.Now().Before(end) && ctx.Err() == nil {
@@ -152,7 +152,7 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 		pages = append(pages, time.Since(s))
 		cursor = next
 	}
-	res.BenchCPUS = round((selfCPU() - cpu0).Seconds(), 2)
+	res.BenchCPUS = round((SelfCPU() - cpu0).Seconds(), 2)
 	res.Counts, res.Count = len(counts), spread(counts)
 	res.Pages, res.Page = len(pages), spread(pages)
 	return res, ctx.Err()

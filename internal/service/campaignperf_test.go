@@ -7,13 +7,13 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/bench"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -77,7 +77,7 @@ func TestCampaignDrainMeasure(t *testing.T) {
 	t.Logf("%s: seeded %d contacts in %.1fs", a.DB.Engine(), n, time.Since(seed).Seconds())
 	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // peak RSS from here on (Linux)
 
-	cpu0 := processCPU()
+	cpu0 := bench.SelfCPU()
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -123,20 +123,11 @@ func TestCampaignDrainMeasure(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	delivered := time.Since(t0)
-	cpu := processCPU() - cpu0
+	cpu := bench.SelfCPU() - cpu0
 	s, _ := a.DB.CampaignStats(ctx, brand.ID, c.ID)
 	t.Logf("%s, %d recipients, batch %d: send_at → written %.2fs, → all sent (completed) %.2fs, → all delivered %.2fs; process CPU %.1fs; peak RSS %s; sim sends %d; stats %+v",
 		a.DB.Engine(), n, cfg.CampaignBatch, written.Seconds(), sent.Seconds(), delivered.Seconds(), cpu.Seconds(), peakRSS(), a.Sim.Sends(), *s)
 	fmt.Fprintln(os.Stderr, "CAMPAIGN-PERF", a.DB.Engine(), n, written.Seconds(), sent.Seconds(), delivered.Seconds(), cpu.Seconds(), peakRSS())
-}
-
-// processCPU is the CPU time this process used so far (user + system).
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func peakRSS() string {

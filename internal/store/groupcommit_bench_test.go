@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/bench"
 	"github.com/parleyhq/parley/internal/secretbox"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -57,7 +57,7 @@ func BenchmarkGroupCreates(b *testing.B) {
 				return o
 			}
 			b.SetParallelism(32) // 64 writers on 2 cores
-			cpu0 := cpuTime()
+			cpu0 := bench.SelfCPU()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -75,14 +75,7 @@ func BenchmarkGroupCreates(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64((bench.SelfCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
-}
-
-// cpuTime is the process's CPU time so far, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -102,26 +102,31 @@ func (tx *Tx) storeKey(ctx context.Context, kw *parley.KeyedWrite) (*parley.Answ
 	if kw == nil || err != nil {
 		return nil, err
 	}
-	return a, tx.claimKey(ctx, kw, a)
+	return a, tx.claimKey(ctx, kw, a, true)
 }
 
 // claimKey stores kw's key with answer a (nil: a claim) for a write that
 // found it free, or fails with errKeyRace: a transaction beside this one
-// stored it meanwhile.
-func (tx *Tx) claimKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answer) error {
-	stored, err := tx.putKey(ctx, kw, a)
+// stored it meanwhile (see putKey for own).
+func (tx *Tx) claimKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answer, own bool) error {
+	stored, err := tx.putKey(ctx, kw, a, own)
 	if err == nil && !stored {
 		err = errKeyRace
 	}
 	return err
 }
 
-// putKey runs qStoreKey for kw with answer a (nil: a claim), and reports
-// whether it stored it; false when another request holds the key.
-func (tx *Tx) putKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answer) (bool, error) {
+// putKey stores kw's key with answer a (nil: a claim), and reports
+// whether it did; false when another request holds the key. With own, the
+// request's own claim is filled in (qStoreKey); without, it counts as held
+// like any other (qClaimKey: for a write that did not check its key first).
+func (tx *Tx) putKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answer, own bool) (bool, error) {
 	at := micros(tx.now)
-	args := append(tx.keyArgs(nil, kw, a, at), at, at, micros(kw.LockedUntil))
-	res, err := tx.exec(ctx, qStoreKey, args...)
+	q, args := qClaimKey, append(tx.keyArgs(nil, kw, a, at), at, at)
+	if own {
+		q, args = qStoreKey, append(args, micros(kw.LockedUntil))
+	}
+	res, err := tx.exec(ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("store: store idempotency key: %w", err)
 	}
@@ -402,18 +407,13 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 		return nil
 	}
 	if tx.db.engine == "sqlite" {
-		// Not qStoreKey: a request's own claim is no key for a write of it
-		// to take (checkKeys refuses it; see readKeysFirst). One row a
+		// Not own: a request's own claim is no key for a write of it to
+		// take (checkKeys refuses it; see readKeysFirst). One row a
 		// statement: multi-row INSERTs cost more (issue #15, session 9),
 		// SQLite keeping a statement journal of every page they touch.
-		at := micros(tx.now)
 		for _, op := range ops {
-			res, err := tx.exec(ctx, qClaimKey, append(tx.keyArgs(nil, op.keyed, op.answer, at), at, at)...)
-			if err != nil {
-				return fmt.Errorf("store: store idempotency key: %w", err)
-			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				return cmp.Or(err, errKeyRace)
+			if err := tx.claimKey(ctx, op.keyed, op.answer, false); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -461,7 +461,7 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 func (db *DB) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, sw *parley.SignedWrite, a parley.Answer) (*parley.IdempotencyRecord, error) {
 	var rec *parley.IdempotencyRecord
 	err := db.inGroup(ctx, &groupOp{storing: kw, signed: sw, fn: func(ctx context.Context, tx *Tx) error {
-		stored, err := tx.putKey(ctx, kw, &a)
+		stored, err := tx.putKey(ctx, kw, &a, true)
 		if err != nil || stored {
 			rec = nil
 			return err

@@ -64,8 +64,9 @@ const (
 type Queue struct {
 	client  *river.Client[*sql.Tx]
 	working bool
-	sweeps  bool        // this node runs the extraction sweep's job
-	stop    *stopSignal // Stop ends the sweep's run
+	// stop, set when this node runs the extraction sweep's job, ends the
+	// sweep's run on Stop.
+	stop *stopSignal
 }
 
 // Deliverer makes one delivery attempt (the service implements it).
@@ -145,7 +146,7 @@ func driver(db *sql.DB, engine string) riverdriver.Driver[*sql.Tx] {
 // otherwise Start works them.
 func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 	cfg := &river.Config{}
-	stop := newStopSignal()
+	var stop *stopSignal
 	if w != nil {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &deliverWorker{d: w.Deliverer})
@@ -169,6 +170,7 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 			addImports(workers, cfg, w.Imports)
 		}
 		if w.Extractions != nil {
+			stop = newStopSignal()
 			river.AddWorker(workers, newExtractionWorker(w.Extractions, cmp.Or(w.ExtractionEvery, 250*time.Millisecond),
 				cfg.RescueStuckJobsAfter, db, engine, stop))
 			cfg.Queues[QueueExtraction] = river.QueueConfig{MaxWorkers: 1}
@@ -183,7 +185,7 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	return &Queue{client: c, working: w != nil, sweeps: w != nil && w.Extractions != nil, stop: stop}, nil
+	return &Queue{client: c, working: w != nil, stop: stop}, nil
 }
 
 type webhookWorker struct {
@@ -224,11 +226,13 @@ func (q *Queue) Start(ctx context.Context) error {
 	if !q.working {
 		return nil
 	}
-	q.stop.reset()
+	if q.stop != nil {
+		q.stop.reset() // before any run of this start reads it
+	}
 	if err := q.client.Start(ctx); err != nil {
 		return err
 	}
-	if q.sweeps {
+	if q.stop != nil {
 		// At once, not when River's leader is elected (seconds after a
 		// start): the job is unique, so every node may insert it.
 		if _, err := q.client.Insert(ctx, ExtractionSweepArgs{}, nil); err != nil {
@@ -244,7 +248,9 @@ func (q *Queue) Stop(ctx context.Context) error {
 	if !q.working {
 		return nil
 	}
-	q.stop.stop()
+	if q.stop != nil {
+		q.stop.stop()
+	}
 	return q.client.Stop(ctx)
 }
 

@@ -76,6 +76,9 @@ type DB struct {
 	// backfillBatch is how many users one backfill transaction reads.
 	backfillBatch int
 
+	// ckpt checkpoints SQLite's WAL beside the writer.
+	ckpt *checkpointer
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -181,8 +184,11 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	base := "file:" + path + "?"
 
 	// IMMEDIATE takes the write lock at BEGIN, so a transaction that reads
-	// then writes cannot fail half-way with SQLITE_BUSY.
-	write, err := openSQLiteDB(base + params.Encode() + "&_txlock=immediate")
+	// then writes cannot fail half-way with SQLITE_BUSY. The checkpointer
+	// copies the WAL (checkpoint.go).
+	rw := base + params.Encode()
+	write, err := openSQLiteDB(rw +
+		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", walBackstopPages))
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -208,7 +214,15 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
 	read.SetConnMaxIdleTime(0)
-	return newDB(write, read, "sqlite"), nil
+	ckpt, err := startCheckpointer(rw)
+	if err != nil {
+		write.Close()
+		read.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	db := newDB(write, read, "sqlite")
+	db.ckpt = ckpt
+	return db, nil
 }
 
 // createPrivate creates a missing database file with mode 0600, like the
@@ -239,7 +253,11 @@ func newDB(write, read *sql.DB, engine string) *DB {
 // Close closes both pools.
 func (db *DB) Close() error {
 	db.stopGroup()
-	return errors.Join(db.read.Close(), db.write.Close())
+	var err error
+	if db.ckpt != nil {
+		err = db.ckpt.close()
+	}
+	return errors.Join(err, db.read.Close(), db.write.Close())
 }
 
 // Engine names the database engine: "sqlite" or "postgres".

@@ -93,3 +93,12 @@ type Extractor interface {
 	// ctx, an unreachable model server); "no answer" is an empty result.
 	Extract(ctx context.Context, r Request) ([]Value, error)
 }
+
+// InProcess marks an extractor whose calls are the node's own CPU (the
+// rules), not a wait on a model server: a sweep runs such calls one at a
+// time and paced, so that they never hold the cores the node's requests
+// need (issue #19's inbound p99), where a model's calls run many at once.
+type InProcess interface {
+	Extractor
+	InProcess()
+}

@@ -16,11 +16,11 @@ import (
 // QueueExtraction carries the extraction sweep's job (D20): one job for
 // the whole service, which sweeps the inbound texts for a while, then
 // completes and queues its successor in one transaction, to be taken at
-// once by this node or another. (A snooze would do too, but each counts
-// an attempt, and River's counter overflows at 32,767.) A job per text
-// cost each inbound text a row in its transaction (the inbound p99, issue
-// #19); one durable job reading the texts after a cursor kept in the
-// database costs the texts nothing.
+// once by this node or another. (A snooze would do as well, since River
+// counts no attempt for one; the hand-over leaves a finished row per run,
+// a record of the runs.) A job per text cost each inbound text a row in
+// its transaction (the inbound p99, issue #19); one durable job reading
+// the texts after a cursor kept in the database costs the texts nothing.
 const QueueExtraction = "extraction"
 
 // ExtractionSweepArgs is the extraction sweep's job.

@@ -66,7 +66,11 @@ import (
 // concurrent use.
 type Extractor struct{}
 
-var _ extract.Extractor = Extractor{}
+var _ extract.InProcess = Extractor{}
+
+// InProcess implements extract.InProcess: the rules run in microseconds,
+// on the node's CPU.
+func (Extractor) InProcess() {}
 
 // Keywords of D12: a reply that is exactly one of them is a command, not an answer.
 var keywords = []string{"STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPTOUT",

@@ -381,10 +381,10 @@ func (s *Service) skipped(reason string) {
 // writeSweep writes the contacts' values, a few contacts a transaction
 // (sweepChunk), in the order of their latest texts, each transaction
 // moving the cursor past the latest text it wrote, and the last to end,
-// releasing the claim; between two, it paces (pace: with no pause, three
-// transactions of 16 contacts back to back held the writer ~4 ms). A contact with a text after a transaction's cursor
-// is written by a later one, or after a crash read again.
-// It returns where the cursor is.
+// releasing the claim; it paces between two (pace: back to back, three
+// transactions of 16 contacts held SQLite's writer ~4 ms). A contact with
+// a text after a transaction's cursor is written by a later one, or after
+// a crash read again. It returns where the cursor is.
 func (s *Service) writeSweep(ctx context.Context, b *store.ExtractionBatch, write []*sweepContact, end store.ExtractionPos) (store.ExtractionPos, error) {
 	from := b.From
 	chunk := s.sweepChunk()

@@ -250,7 +250,7 @@ func newDB(write, read *sql.DB, engine string) *DB {
 	return &DB{write: write, read: read, engine: engine, Now: time.Now, committers: 1, backfillBatch: defaultBackfillBatch}
 }
 
-// Close closes both pools.
+// Close closes both pools, and stops SQLite's checkpointer.
 func (db *DB) Close() error {
 	db.stopGroup()
 	var err error

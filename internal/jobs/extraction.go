@@ -2,25 +2,20 @@ package jobs
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
 )
 
 // QueueExtraction carries the extraction sweep's job (D20): one job for
 // the whole service, which sweeps the inbound texts for a while, then
-// completes and queues its successor in one transaction, to be taken at
-// once by this node or another. (A snooze would do as well, since River
-// counts no attempt for one; the hand-over leaves a finished row per run,
-// a record of the runs.) A job per text cost each inbound text a row in
-// its transaction (the inbound p99, issue #19); one durable job reading
-// the texts after a cursor kept in the database costs the texts nothing.
+// snoozes for no time, to be taken again at once by this node or another
+// (River counts no attempt for a snooze). A job per text cost each
+// inbound text a row in its transaction (the inbound p99, issue #19); one
+// durable job reading the texts after a cursor kept in the database costs
+// the texts nothing.
 const QueueExtraction = "extraction"
 
 // ExtractionSweepArgs is the extraction sweep's job.
@@ -51,10 +46,10 @@ type ExtractionSweeper interface {
 const (
 	// extractionEnsure is how often River's leader makes sure the job exists.
 	extractionEnsure = 30 * time.Second
-	// extractionRun is how long one run sweeps before it hands over to its
-	// successor: under the rescue delay (see newExtractionWorker), and long
-	// enough that the runs' finished rows stay few (one per run, deleted
-	// by River after a day).
+	// extractionRun is how long one run sweeps before it snoozes: under
+	// the rescue delay (see newExtractionWorker), so that a live sweeper is
+	// never taken for a dead one, and long enough that its snoozes and
+	// fetches cost the queue nothing to speak of.
 	extractionRun = 20 * time.Second
 )
 
@@ -96,55 +91,27 @@ func (s *stopSignal) reset() {
 	s.ch = make(chan struct{})
 }
 
-func newExtractionWorker(s ExtractionSweeper, every, rescueAfter time.Duration, db *sql.DB, engine string, stop *stopSignal) *extractionWorker {
-	return &extractionWorker{s: s, every: every, run: min(extractionRun, rescueAfter/3), db: db, engine: engine, stop: stop}
+func newExtractionWorker(s ExtractionSweeper, every, rescueAfter time.Duration, stop *stopSignal) *extractionWorker {
+	return &extractionWorker{s: s, every: every, run: min(extractionRun, rescueAfter/3), stop: stop}
 }
 
 type extractionWorker struct {
 	river.WorkerDefaults[ExtractionSweepArgs]
 	s          ExtractionSweeper
 	every, run time.Duration
-	db         *sql.DB // River's
-	engine     string
 	stop       *stopSignal
 }
 
-// Work sweeps for one run (shorter when the node stops), then hands over
-// to its successor. A sweep's errors do not fail the job (the sweeper
-// logs them and tries again): a failed job would wait for its retry.
+// Work sweeps for one run (shorter when the node stops), then snoozes:
+// the job is available again at once, to whichever worker node fetches
+// it first. A sweep's errors do not fail the job (the sweeper logs them
+// and tries again): a failed job would wait for its retry.
 func (w *extractionWorker) Work(ctx context.Context, job *river.Job[ExtractionSweepArgs]) error {
 	w.s.RunExtractionSweeper(ctx, w.every, w.run, w.stop.C())
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return w.handOver(ctx, job)
-}
-
-// handOver completes job and queues the next sweep in one transaction:
-// there is always one sweep job not finished, and never two (the next
-// is unique, and this one no longer counts once completed).
-func (w *extractionWorker) handOver(ctx context.Context, job *river.Job[ExtractionSweepArgs]) error {
-	client, err := river.ClientFromContextSafely[*sql.Tx](ctx)
-	if err != nil {
-		return err
-	}
-	tx, err := w.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("jobs: extraction sweep: %w", err)
-	}
-	defer tx.Rollback()
-	if w.engine == "postgres" {
-		_, err = river.JobCompleteTx[*riverdatabasesql.Driver](ctx, tx, job)
-	} else {
-		_, err = river.JobCompleteTx[*riversqlite.Driver](ctx, tx, job)
-	}
-	if err != nil {
-		return fmt.Errorf("jobs: extraction sweep: complete: %w", err)
-	}
-	if _, err := client.InsertTx(ctx, tx, ExtractionSweepArgs{}, nil); err != nil {
-		return fmt.Errorf("jobs: extraction sweep: next: %w", err)
-	}
-	return tx.Commit()
+	return river.JobSnooze(0)
 }
 
 // Timeout: none from the queue. The service bounds each batch itself (a

@@ -28,18 +28,19 @@ func (r *sweepRecorder) RunExtractionSweeper(_ context.Context, every, d time.Du
 
 // The extraction sweep's job (D20, #19): a run stays well under the
 // rescue delay, so a live sweeper is not taken for a dead one; a node
-// shutting down ends it with its context's error (retried at once),
-// without handing over; the stop signal of a node started again is
-// fresh. It is one job for the service: unique among the jobs not
-// finished. (The hand-over itself: TestExtractionSweepJob in httpapi.)
+// shutting down ends it with its context's error (retried at once); a
+// run that ends snoozes for no time, so the job is available again at
+// once; the stop signal of a node started again is fresh. It is one job
+// for the service: unique among the jobs not finished. (Runs on two
+// nodes: TestExtractionSweepJob in httpapi.)
 func TestExtractionWorker(t *testing.T) {
 	r := &sweepRecorder{}
 	stop := newStopSignal()
-	w := newExtractionWorker(r, 250*time.Millisecond, time.Minute, nil, "sqlite", stop)
+	w := newExtractionWorker(r, 250*time.Millisecond, time.Minute, stop)
 	if w.run != 20*time.Second {
 		t.Errorf("rescue after 1 min: a run of %v, want 20s", w.run)
 	}
-	if w := newExtractionWorker(r, time.Second, 3*time.Second, nil, "sqlite", stop); w.run != time.Second {
+	if w := newExtractionWorker(r, time.Second, 3*time.Second, stop); w.run != time.Second {
 		t.Errorf("rescue after 3 s: a run of %v, want 1s", w.run)
 	}
 	job := &river.Job[ExtractionSweepArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: 1000, State: rivertype.JobStateRunning}}
@@ -50,6 +51,10 @@ func TestExtractionWorker(t *testing.T) {
 	}
 	if r.calls != 1 || r.every != 250*time.Millisecond || r.d != 20*time.Second || r.stopped {
 		t.Errorf("swept %d times, every %v for %v, stopped %v; want once, every 250ms for 20s, not stopped", r.calls, r.every, r.d, r.stopped)
+	}
+	var snooze *rivertype.JobSnoozeError
+	if err := w.Work(context.Background(), job); !errors.As(err, &snooze) || snooze.Duration != 0 {
+		t.Errorf("a run that ended: Work = %v, want a snooze for no time", err)
 	}
 	stop.stop()
 	stop.stop() // a second Stop is harmless

@@ -172,7 +172,7 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 		if w.Extractions != nil {
 			stop = newStopSignal()
 			river.AddWorker(workers, newExtractionWorker(w.Extractions, cmp.Or(w.ExtractionEvery, 250*time.Millisecond),
-				cfg.RescueStuckJobsAfter, db, engine, stop))
+				cfg.RescueStuckJobsAfter, stop))
 			cfg.Queues[QueueExtraction] = river.QueueConfig{MaxWorkers: 1}
 			cfg.PeriodicJobs = append(cfg.PeriodicJobs, extractionJob())
 		}

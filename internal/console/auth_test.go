@@ -185,7 +185,7 @@ func TestCrossOriginPostRefused(t *testing.T) {
 		}
 	}
 	// The same site's posts go through.
-	p := w.post("/console/password", url.Values{"password": {"a new password!"}, "confirm": {"a new password!"}},
+	p := w.post("/console/password", url.Values{"current_password": {password}, "password": {"a new password!"}, "confirm": {"a new password!"}},
 		"Sec-Fetch-Site", "same-origin", "Origin", e.Server.URL)
 	if p.Status != http.StatusSeeOther {
 		t.Errorf("same-origin post: %d, want 303\n%s", p.Status, p.Body)
@@ -291,12 +291,23 @@ func TestSignInLink(t *testing.T) {
 	if p.Status != http.StatusSeeOther || p.Location != "/console/password" {
 		t.Fatalf("use link: %d %q, want 303 to choose a password", p.Status, p.Location)
 	}
+	if p := w.get("/console/password"); p.Status != 200 || strings.Contains(p.Body, "Current password") {
+		t.Errorf("a link's session is asked for a current password it never had: %d", p.Status)
+	}
 	if p := w.post("/console/password", url.Values{"password": {"short"}, "confirm": {"short"}}); p.Status != http.StatusUnprocessableEntity ||
 		!strings.Contains(p.Body, "password: at least 10 characters") {
 		t.Errorf("short password: %d, want 422", p.Status)
 	}
 	if p := w.post("/console/password", url.Values{"password": {"a fine password"}, "confirm": {"a fine password"}}); p.Status != http.StatusSeeOther {
 		t.Errorf("set password: %d", p.Status)
+	}
+	// The link let the session choose one password, not every later one.
+	if p := w.get("/console/password"); !strings.Contains(p.Body, `<label for="current_password">Current password</label>`) {
+		t.Errorf("after choosing a password, the link's session is not asked for it")
+	}
+	if p := w.post("/console/password", url.Values{"password": {"yet another one"}, "confirm": {"yet another one"}}); p.Status != http.StatusUnprocessableEntity ||
+		!strings.Contains(p.Body, "current_password: required") {
+		t.Errorf("second change without the current password: %d, want 422", p.Status)
 	}
 	if p := e.web(t).post("/console/link", url.Values{"token": {token}}); p.Status != http.StatusUnauthorized {
 		t.Errorf("link used twice: %d, want 401", p.Status)
@@ -318,7 +329,7 @@ func TestPasswordChangeEndsOtherSessions(t *testing.T) {
 	if p := other.get("/console/inbox"); p.Status != 200 {
 		t.Fatalf("a refused change ended a session: %d", p.Status)
 	}
-	if p := mine.post("/console/password", url.Values{"password": {"another password"}, "confirm": {"another password"}}); p.Status != http.StatusSeeOther {
+	if p := mine.post("/console/password", url.Values{"current_password": {password}, "password": {"another password"}, "confirm": {"another password"}}); p.Status != http.StatusSeeOther {
 		t.Fatalf("change password: %d", p.Status)
 	}
 	if p := mine.get("/console/inbox"); p.Status != 200 {
@@ -329,5 +340,43 @@ func TestPasswordChangeEndsOtherSessions(t *testing.T) {
 	}
 	if p := e.web(t).post("/console/signin", url.Values{"email": {"agent@a.example"}, "password": {password}}); p.Status != http.StatusUnauthorized {
 		t.Errorf("the old password still signs in: %d", p.Status)
+	}
+}
+
+// TestPasswordChangeAsksForCurrent: a session opened with a password must
+// give the current password to change it, so that a session left open
+// cannot lock its operator out; wrong guesses count against the sign-in
+// throttle (D19), and a refused change changes nothing.
+func TestPasswordChangeAsksForCurrent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.signedIn(t, "agent@a.example")
+	if p := w.get("/console/password"); !strings.Contains(p.Body, `<label for="current_password">Current password</label>`) {
+		t.Fatalf("the page has no current password field\n%s", p.Body)
+	}
+	change := func(current string) page {
+		return w.post("/console/password", url.Values{"current_password": {current}, "password": {"a new password!"}, "confirm": {"a new password!"}})
+	}
+	if p := change(""); p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, "current_password: required") {
+		t.Errorf("no current password: %d, want 422\n%s", p.Status, p.Body)
+	}
+	for i := range 5 {
+		if p := change("not my password"); p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, "The current password is wrong.") {
+			t.Fatalf("wrong current password %d: %d, want 422", i+1, p.Status)
+		}
+	}
+	if p := change(password); p.Status != http.StatusTooManyRequests || !strings.Contains(p.Body, "Too many failed sign-ins. Try again in 15 minutes.") {
+		t.Errorf("right password after 5 wrong ones: %d, want 429\n%s", p.Status, p.Body)
+	}
+	e.Advance(15 * time.Minute)
+	if p := e.web(t).post("/console/signin", url.Values{"email": {"agent@a.example"}, "password": {"a new password!"}}); p.Status != http.StatusUnauthorized {
+		t.Fatalf("a refused change changed the password: sign-in with the new one %d, want 401", p.Status)
+	}
+	e.web(t).signIn("agent@a.example") // the old one still works
+	if p := change(password); p.Status != http.StatusSeeOther {
+		t.Fatalf("change with the current password: %d\n%s", p.Status, p.Body)
+	}
+	if p := e.web(t).post("/console/signin", url.Values{"email": {"agent@a.example"}, "password": {"a new password!"}}); p.Status != http.StatusSeeOther {
+		t.Errorf("the new password does not sign in: %d", p.Status)
 	}
 }

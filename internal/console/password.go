@@ -7,26 +7,41 @@ import (
 )
 
 // The operator's own password: chosen after a one-time sign-in link, or
-// changed later; a change ends the operator's other sessions. Every
-// operator may reach it.
+// changed later with the current one; a change ends the operator's other
+// sessions. Every operator may reach it.
 func init() {
 	Register(Page{
 		Path:     "password",
 		Title:    "Change your password",
 		Template: "password.html",
-		Get:      func(c *Ctx) error { return c.Render(nil) },
+		Get:      func(c *Ctx) error { return renderPassword(c, http.StatusOK, "") },
 		Post: func(c *Ctx) error {
 			pw := c.Form("password")
 			if pw != c.Form("confirm") {
-				return c.RenderStatus(http.StatusUnprocessableEntity, nil, "The two passwords differ.")
+				return renderPassword(c, http.StatusUnprocessableEntity, "The two passwords differ.")
 			}
-			if err := c.Operators.SetPassword(c, c.Operator.ID, pw, sessionToken(c.R)); err != nil {
-				if parley.ErrorCode(err) == parley.EValidation {
-					return c.RenderStatus(http.StatusUnprocessableEntity, nil, parley.ErrorMessage(err))
-				}
-				return err
+			err := c.Operators.ChangePassword(c, sessionToken(c.R), c.Form("current_password"), pw, clientAddr(c.R))
+			switch parley.ErrorCode(err) {
+			case "":
+				return c.Redirect("")
+			case parley.EValidation:
+				return renderPassword(c, http.StatusUnprocessableEntity, parley.ErrorMessage(err))
+			case parley.ERateLimited:
+				return renderPassword(c, http.StatusTooManyRequests, parley.ErrorMessage(err))
 			}
-			return c.Redirect("")
+			return err
 		},
 	})
+}
+
+// passwordForm is what the password page shows: the current password's
+// field unless the session came from a one-time sign-in link.
+type passwordForm struct{ NeedsCurrent bool }
+
+func renderPassword(c *Ctx, status int, errMsg string) error {
+	needs, err := c.Operators.NeedsCurrentPassword(c, sessionToken(c.R))
+	if err != nil {
+		return err
+	}
+	return c.RenderStatus(status, passwordForm{needs}, errMsg)
 }

@@ -128,7 +128,7 @@ func (o *Operators) Link(ctx context.Context, email string) (string, error) {
 	}
 	token := newToken()
 	err = o.s.db.WithTx(ctx, func(tx *store.Tx) error {
-		return tx.CreateOperatorToken(ctx, hashToken(token), rec.ID, store.TokenLink, tx.Now().Add(or(o.LinkTTL, 24*time.Hour)))
+		return tx.CreateOperatorToken(ctx, hashToken(token), rec.ID, store.TokenLink, tx.Now().Add(or(o.LinkTTL, 24*time.Hour)), false)
 	})
 	return token, err
 }
@@ -137,17 +137,10 @@ func (o *Operators) Link(ctx context.Context, email string) (string, error) {
 // caller's network address, throttled like the email (D19). Every failure
 // reads the same, so it tells nothing of which operators exist.
 func (o *Operators) SignIn(ctx context.Context, email, password, client string) (*Session, error) {
-	now := o.s.db.Now()
-	window := or(o.ThrottleWindow, 15*time.Minute)
 	email = strings.ToLower(strings.TrimSpace(email))
 	emailKey, clientKey := "email:"+email, "client:"+client
-	// The attempt counts as a failure from here on (see attempt): guesses
-	// sent at once cannot all pass before the first is counted.
-	wait := o.throttle.attempt(window, now, throttleKey{emailKey, or(o.MaxFailuresPerEmail, 5)},
-		throttleKey{clientKey, or(o.MaxFailuresPerClient, 20)})
-	if wait > 0 {
-		mins := int((wait + time.Minute - 1) / time.Minute)
-		return nil, parley.Errorf(parley.ERateLimited, "Too many failed sign-ins. Try again in %d minute%s.", mins, plural(mins))
+	if err := o.attempt(emailKey, clientKey); err != nil {
+		return nil, err
 	}
 	rec, err := o.s.db.FindOperatorByEmail(ctx, email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -167,7 +160,22 @@ func (o *Operators) SignIn(ctx context.Context, email, password, client string) 
 	}
 	o.throttle.reset(emailKey)
 	o.throttle.succeeded(clientKey)
-	return o.open(ctx, &rec.Operator)
+	return o.open(ctx, &rec.Operator, false)
+}
+
+// attempt counts a password check against the email's and the client's
+// throttles (D19) before it is made, so that guesses sent at once cannot
+// all pass before the first is counted; it refuses the check while either
+// has failed too often. A right password takes the count back.
+func (o *Operators) attempt(emailKey, clientKey string) error {
+	wait := o.throttle.attempt(or(o.ThrottleWindow, 15*time.Minute), o.s.db.Now(),
+		throttleKey{emailKey, or(o.MaxFailuresPerEmail, 5)},
+		throttleKey{clientKey, or(o.MaxFailuresPerClient, 20)})
+	if wait > 0 {
+		mins := int((wait + time.Minute - 1) / time.Minute)
+		return parley.Errorf(parley.ERateLimited, "Too many failed sign-ins. Try again in %d minute%s.", mins, plural(mins))
+	}
+	return nil
 }
 
 // SignInWithLink uses up a one-time sign-in link and opens a session.
@@ -187,10 +195,12 @@ func (o *Operators) SignInWithLink(ctx context.Context, token string) (*Session,
 	if err != nil {
 		return nil, err
 	}
-	return o.open(ctx, &rec.Operator)
+	return o.open(ctx, &rec.Operator, true)
 }
 
-func (o *Operators) open(ctx context.Context, op *parley.Operator) (*Session, error) {
+// open opens a session for op; viaLink says a one-time sign-in link
+// opened it (see ChangePassword).
+func (o *Operators) open(ctx context.Context, op *parley.Operator, viaLink bool) (*Session, error) {
 	token := newToken()
 	var expires time.Time
 	err := o.s.db.WithTx(ctx, func(tx *store.Tx) error {
@@ -200,7 +210,7 @@ func (o *Operators) open(ctx context.Context, op *parley.Operator) (*Session, er
 		if err := tx.PurgeOperatorTokens(ctx); err != nil {
 			return err
 		}
-		return tx.CreateOperatorToken(ctx, hashToken(token), op.ID, store.TokenSession, expires)
+		return tx.CreateOperatorToken(ctx, hashToken(token), op.ID, store.TokenSession, expires, viaLink)
 	})
 	if err != nil {
 		return nil, err
@@ -229,23 +239,60 @@ func (o *Operators) SignOut(ctx context.Context, token string) error {
 	return o.s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.DeleteOperatorToken(ctx, hashToken(token)) })
 }
 
-// SetPassword replaces an operator's password and ends their other
-// sessions: those of whoever knew the old one. keepToken is the session
-// that made the change ("" ends them all).
-func (o *Operators) SetPassword(ctx context.Context, operatorID int64, password, keepToken string) error {
+// NeedsCurrentPassword reports whether the session with token must give
+// the operator's current password to change it: every session but one
+// opened by a one-time sign-in link that has not set a password yet.
+func (o *Operators) NeedsCurrentPassword(ctx context.Context, token string) (bool, error) {
+	via, err := o.s.db.SessionViaLink(ctx, hashToken(token), o.s.db.Now())
+	return !via, err
+}
+
+// ChangePassword replaces the password of the operator signed in with the
+// session token and ends their other sessions: those of whoever knew the
+// old one. It asks for the current password (see NeedsCurrentPassword),
+// so that a session left open or stolen cannot lock its operator out; a
+// wrong one counts as a failed sign-in of the operator's email and of the
+// client's address (D19's throttle). An operator without a password (a
+// link's session from before sessions were marked) has none to give.
+func (o *Operators) ChangePassword(ctx context.Context, token, current, password, client string) error {
 	if err := checkNewPassword(password); err != nil {
 		return err
 	}
-	hash := hashPassword(password)
-	var keep []byte
-	if keepToken != "" {
-		keep = hashToken(keepToken)
+	hash := hashToken(token)
+	now := o.s.db.Now()
+	rec, err := o.s.db.OperatorByToken(ctx, hash, store.TokenSession, now)
+	if errors.Is(err, store.ErrNotFound) {
+		return parley.Errorf(parley.ENotAuthenticated, "Your session has ended; sign in again.")
+	} else if err != nil {
+		return err
 	}
-	err := o.s.db.WithTx(ctx, func(tx *store.Tx) error {
-		if err := tx.SetOperatorPassword(ctx, operatorID, hash); err != nil {
+	via, err := o.s.db.SessionViaLink(ctx, hash, now)
+	if err != nil {
+		return err
+	}
+	if !via && rec.PasswordHash != "" {
+		if current == "" {
+			return invalid("current_password", "required")
+		}
+		emailKey, clientKey := "email:"+rec.Email, "client:"+client
+		if err := o.attempt(emailKey, clientKey); err != nil {
 			return err
 		}
-		return tx.DeleteOperatorSessions(ctx, operatorID, keep)
+		if !checkPassword(rec.PasswordHash, current) {
+			return &parley.Error{Code: parley.EValidation, Field: "current_password", Message: "The current password is wrong."}
+		}
+		o.throttle.reset(emailKey)
+		o.throttle.succeeded(clientKey)
+	}
+	newHash := hashPassword(password)
+	err = o.s.db.WithTx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetOperatorPassword(ctx, rec.ID, newHash); err != nil {
+			return err
+		}
+		if err := tx.ClearSessionLink(ctx, hash); err != nil {
+			return err
+		}
+		return tx.DeleteOperatorSessions(ctx, rec.ID, hash)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return parley.Errorf(parley.ENotFound, "Operator not found.")

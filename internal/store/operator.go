@@ -90,12 +90,39 @@ const (
 	TokenLink    = "link"
 )
 
-// CreateOperatorToken stores a token's hash for the operator until expires.
-func (tx *Tx) CreateOperatorToken(ctx context.Context, hash []byte, operatorID int64, kind string, expires time.Time) error {
-	_, err := tx.exec(ctx, `INSERT INTO operator_tokens (token_hash, operator_id, kind, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?)`, hash, operatorID, kind, micros(tx.now), micros(expires))
+// CreateOperatorToken stores a token's hash for the operator until
+// expires. viaLink marks a session opened by a one-time sign-in link: it
+// may set the password without the current one (SessionViaLink).
+func (tx *Tx) CreateOperatorToken(ctx context.Context, hash []byte, operatorID int64, kind string, expires time.Time, viaLink bool) error {
+	_, err := tx.exec(ctx, `INSERT INTO operator_tokens (token_hash, operator_id, kind, created_at, expires_at, via_link)
+		VALUES (?, ?, ?, ?, ?, ?)`, hash, operatorID, kind, micros(tx.now), micros(expires), viaLink)
 	if err != nil {
 		return fmt.Errorf("store: insert operator token: %w", err)
+	}
+	return nil
+}
+
+// SessionViaLink reports whether the unexpired session with this hash was
+// opened by a one-time sign-in link and has not set a password since; a
+// session that is gone reads as false.
+func (db *DB) SessionViaLink(ctx context.Context, hash []byte, now time.Time) (bool, error) {
+	var via bool
+	err := db.queryRow(ctx, `SELECT via_link FROM operator_tokens WHERE token_hash = ? AND kind = 'session' AND expires_at > ?`,
+		hash, micros(now)).Scan(&via)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: read operator session: %w", err)
+	}
+	return via, nil
+}
+
+// ClearSessionLink takes the link's mark off a session: it has set its
+// password, and the next change asks for it.
+func (tx *Tx) ClearSessionLink(ctx context.Context, hash []byte) error {
+	if _, err := tx.exec(ctx, `UPDATE operator_tokens SET via_link = FALSE WHERE token_hash = ?`, hash); err != nil {
+		return fmt.Errorf("store: clear operator session link: %w", err)
 	}
 	return nil
 }

@@ -180,14 +180,24 @@ func (b *browser) read(what, expr string) string {
 }
 
 // WaitText waits until the page's <main> shows text (a status a script
-// refreshes), failing the test after 20 s.
+// refreshes, or a page that reloads itself), failing the test after 20 s.
+// It asks again after an error: a page replaced while it was asked has no
+// context to answer in ("Cannot find context with specified id").
 func (b *browser) WaitText(text string) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-	defer cancel()
-	expr := fmt.Sprintf(`document.querySelector('main')?.innerText.includes(%s)`, js(text))
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
-		b.t.Fatalf("browser: waiting for %q: %v\npage text:\n%s", text, err, b.Text())
+	deadline := time.Now().Add(20 * time.Second)
+	expr := fmt.Sprintf(`document.readyState === 'complete' && !!document.querySelector('main')?.innerText.includes(%s)`, js(text))
+	for {
+		ctx, cancel := b.step()
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("browser: waiting for %q: %v\npage text:\n%s", text, err, b.Text())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -62,6 +62,9 @@ type DB struct {
 	// one goroutine running every write's statements in turn, a round trip
 	// each, became the limit (issue #4).
 	committers int
+	// sigs indexes the recorded signatures on SQLite (replayindex.go);
+	// nil on PostgreSQL, whose table has its own unique index.
+	sigs *sigIndex
 	// fgWaiting counts the group-commit writes queued and not yet done:
 	// background writes give way to them (YieldWriter).
 	fgWaiting atomic.Int64
@@ -222,6 +225,7 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	}
 	db := newDB(write, read, "sqlite")
 	db.ckpt = ckpt
+	db.sigs = newSigIndex()
 	return db, nil
 }
 
@@ -331,6 +335,11 @@ type Tx struct {
 	// behind holds the users that a PostgreSQL group's writes created,
 	// for one INSERT (writebehind.go); nil sends each at once.
 	behind *writeBehind
+	// sigsSynced says the transaction read the signatures log into the
+	// index; sigsLogged are the signatures it logged, by log id (SQLite,
+	// replayindex.go).
+	sigsSynced bool
+	sigsLogged map[sigEntry]int64
 }
 
 // A Flusher finishes work that the writes of a transaction added to it.

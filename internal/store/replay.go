@@ -3,22 +3,31 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/parleyhq/parley"
 )
 
-// qRecordSignature records a signed write's signature (see SignedWrite).
+// qRecordSignature records a signed write's signature (see SignedWrite) on
+// PostgreSQL.
 const qRecordSignature = `INSERT INTO seen_signatures (expires_at, sig) VALUES (?, ?) ON CONFLICT (expires_at, sig) DO NOTHING`
 
-// qForgetSignature undoes qRecordSignature for a write held back from its group.
+// qForgetSignature undoes qRecordSignatures for a write held back from its
+// group (PostgreSQL).
 const qForgetSignature = `DELETE FROM seen_signatures WHERE expires_at = ? AND sig = ?`
 
 // recordSignature records the request's signature in its transaction, or
 // fails with ErrReplayed when it is already there (D2). A replay carries
-// the same x-date, so the same expiry: the key collides across nodes.
+// the same x-date, so the same expiry: the key collides across nodes. On
+// SQLite the signature goes to the log and its index (replayindex.go).
 func (tx *Tx) recordSignature(ctx context.Context, sw *parley.SignedWrite) error {
+	if tx.db.sigs != nil {
+		seen, err := tx.logSignatures(ctx, []*parley.SignedWrite{sw})
+		if err == nil && seen[0] {
+			err = parley.ErrReplayed
+		}
+		return err
+	}
 	res, err := tx.exec(ctx, qRecordSignature, micros(sw.Expires), sw.Key)
 	if err != nil {
 		return fmt.Errorf("store: record signature: %w", err)
@@ -30,17 +39,16 @@ func (tx *Tx) recordSignature(ctx context.Context, sw *parley.SignedWrite) error
 }
 
 // recordSignatures records the signatures of the batch's writes — with
-// one INSERT that returns the keys it added on PostgreSQL, a one-row
-// INSERT each on SQLite, where one multi-row INSERT … RETURNING cost more
-// than the rows (a new statement for each batch size, and a statement
-// journal) — and reports the writes whose signature was there already:
-// replays. A copy of a request earlier in the batch is held back
-// (errHeldBack).
+// one INSERT that returns the keys it added on PostgreSQL, one INSERT
+// into the log on SQLite (replayindex.go) — and reports the writes whose
+// signature was there already: replays. A copy of a request earlier in
+// the batch is held back (errHeldBack).
 func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*groupOp]bool, error) {
 	first := map[sigKey]*groupOp{}
 	replayed := map[*groupOp]bool{}
 	var expires []int64
 	var sigs [][]byte
+	var logged []*groupOp // SQLite
 	for _, op := range batch {
 		sw := op.signed
 		if sw == nil || sw.Recorded() {
@@ -52,16 +60,27 @@ func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*group
 			continue
 		}
 		first[k] = op
-		if tx.db.engine == "sqlite" {
-			if err := tx.recordSignature(ctx, sw); errors.Is(err, parley.ErrReplayed) {
-				replayed[op] = true
-			} else if err != nil {
-				return nil, err
-			}
+		if tx.db.sigs != nil {
+			logged = append(logged, op)
 			continue
 		}
 		replayed[op] = true // until the INSERT says it added the key
 		expires, sigs = append(expires, k.expires), append(sigs, sw.Key)
+	}
+	if len(logged) > 0 {
+		sws := make([]*parley.SignedWrite, len(logged))
+		for i, op := range logged {
+			sws[i] = op.signed
+		}
+		seen, err := tx.logSignatures(ctx, sws)
+		if err != nil {
+			return nil, err
+		}
+		for i, op := range logged {
+			if seen[i] {
+				replayed[op] = true
+			}
+		}
 	}
 	if len(sigs) == 0 {
 		return replayed, nil
@@ -160,6 +179,9 @@ func (op *groupOp) forgetSignature(ctx context.Context, tx *Tx) error {
 	if sw == nil || sw.Recorded() {
 		return nil
 	}
+	if tx.db.sigs != nil {
+		return tx.unlogSignature(ctx, sw)
+	}
 	if _, err := tx.exec(ctx, qForgetSignature, micros(sw.Expires), sw.Key); err != nil {
 		return fmt.Errorf("store: forget signature: %w", err)
 	}
@@ -194,5 +216,8 @@ func (db *DB) PurgeExpired(ctx context.Context) (int64, error) {
 		}
 		return nil
 	})
+	if err == nil && db.sigs != nil {
+		db.sigs.purge(micros(db.Now()))
+	}
 	return n, err
 }

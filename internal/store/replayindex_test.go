@@ -1,0 +1,77 @@
+package store_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/apitest"
+	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// TestSQLiteReplayIndexSharesTheFile: SQLite finds a copy of a signed
+// write with an index of the signatures log kept in memory (issue #15,
+// D2). A copy is refused by another process on the same file, and after a
+// restart; a purge forgets the expired ones; and a log id is never reused
+// after a purge emptied the log, or the other process would not read the
+// row that took it.
+func TestSQLiteReplayIndexSharesTheFile(t *testing.T) {
+	t.Parallel()
+	if apitest.Engine() != "sqlite" {
+		t.Skip("PostgreSQL's signatures table has a unique index of its own")
+	}
+	path := "sqlite:" + filepath.Join(t.TempDir(), "parley.db")
+	open := func() *store.DB {
+		db, err := app.OpenDB(context.Background(), path, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	ctx := t.Context()
+	now := time.Now()
+	expires := now.Add(time.Minute)
+	record := func(db *store.DB, name string, want error) {
+		t.Helper()
+		sw := &parley.SignedWrite{Key: []byte(name + "________________")[:16], Expires: expires}
+		if err := db.RecordSignature(ctx, sw); err != want {
+			t.Fatalf("record %s: %v, want %v", name, err, want)
+		}
+	}
+	a, b := open(), open()
+	record(a, "one", nil)
+	record(b, "one", parley.ErrReplayed) // a's row, read by b
+	record(b, "two", nil)
+	record(a, "two", parley.ErrReplayed)
+
+	c := open() // a restart: a new index, read from the log
+	record(c, "one", parley.ErrReplayed)
+	record(c, "two", parley.ErrReplayed)
+
+	// Expired, the signatures leave the log and c's index.
+	later := func() time.Time { return now.Add(2 * time.Minute) }
+	c.Now = later
+	if n, err := c.PurgeExpired(ctx); err != nil || n != 2 {
+		t.Fatalf("purge: %d rows, %v; want 2", n, err)
+	}
+	for _, db := range []*store.DB{a, b} { // their indexes forget them too
+		db.Now = later
+		if _, err := db.PurgeExpired(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(c, "one", nil) // c's index forgot it
+	if _, err := c.PurgeExpired(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The log was empty before c's next row: its id must still be past
+	// the ids a and b saw, or they would never read it.
+	expires = later().Add(time.Minute)
+	record(c, "three", nil)
+	record(a, "three", parley.ErrReplayed)
+	record(b, "three", parley.ErrReplayed)
+}

@@ -75,3 +75,35 @@ func TestSQLiteReplayIndexSharesTheFile(t *testing.T) {
 	record(a, "three", parley.ErrReplayed)
 	record(b, "three", parley.ErrReplayed)
 }
+
+// TestSQLiteSignatureLogMigration: migration 00023 turns SQLite's
+// signatures into the log, and a signature recorded before it still
+// refuses its copy after it (D2).
+func TestSQLiteSignatureLogMigration(t *testing.T) {
+	t.Parallel()
+	if apitest.Engine() != "sqlite" {
+		t.Skip("PostgreSQL's signatures are as they were")
+	}
+	ctx := t.Context()
+	db, err := store.Open(ctx, apitest.DatabaseURL(t, t.TempDir()), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.MigrateTo(ctx, 22); err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Minute).Truncate(time.Microsecond)
+	if err := db.Exec(ctx, `INSERT INTO seen_signatures (expires_at, sig) VALUES (?, CAST('before-00023____' AS BLOB))`, exp.UnixMicro()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RecordSignature(ctx, &parley.SignedWrite{Key: []byte("before-00023____"), Expires: exp}); err != parley.ErrReplayed {
+		t.Errorf("the copy of a write recorded before the migration: %v, want it refused as replayed", err)
+	}
+	if err := db.RecordSignature(ctx, &parley.SignedWrite{Key: []byte("after-00023_____"), Expires: exp}); err != nil {
+		t.Errorf("a new signature: %v", err)
+	}
+}

@@ -216,8 +216,5 @@ func (db *DB) PurgeExpired(ctx context.Context) (int64, error) {
 		}
 		return nil
 	})
-	if err == nil && db.sigs != nil {
-		db.sigs.purge(micros(db.Now()))
-	}
 	return n, err
 }

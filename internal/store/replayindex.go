@@ -26,9 +26,15 @@ type sigIndex struct {
 	mu sync.Mutex
 	// byExpiry holds the signatures by expiry (micros), so that a purge
 	// drops whole seconds.
-	byExpiry map[int64]map[[16]byte]struct{}
-	lastID   int64 // the highest id of the log read or committed
+	byExpiry  map[int64]map[[16]byte]struct{}
+	lastID    int64 // the highest id of the log read or committed
+	nextPurge int64 // when to forget the expired signatures next (micros)
 }
+
+// purgeEvery is how often the index forgets the expired signatures: on
+// its own, not with the log's purge, which one process runs however many
+// share the file.
+const purgeEvery = 60_000_000 // a minute, in micros
 
 func newSigIndex() *sigIndex { return &sigIndex{byExpiry: map[int64]map[[16]byte]struct{}{}} }
 
@@ -62,27 +68,18 @@ func (x *sigIndex) addLocked(id int64, e sigEntry) {
 	x.lastID = max(x.lastID, id)
 }
 
-// purge forgets the signatures expired at now (micros), as PurgeExpired
-// deletes their rows.
-func (x *sigIndex) purge(now int64) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+// purgeLocked forgets the signatures expired at now (micros), at most
+// once every purgeEvery.
+func (x *sigIndex) purgeLocked(now int64) {
+	if now < x.nextPurge {
+		return
+	}
+	x.nextPurge = now + purgeEvery
 	for exp := range x.byExpiry {
 		if exp <= now {
 			delete(x.byExpiry, exp)
 		}
 	}
-}
-
-// size is how many signatures the index holds (tests).
-func (x *sigIndex) size() int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	n := 0
-	for _, s := range x.byExpiry {
-		n += len(s)
-	}
-	return n
 }
 
 // syncSignatures reads into the index the log rows it has not seen, once a
@@ -99,6 +96,7 @@ func (tx *Tx) syncSignatures(ctx context.Context) error {
 		return fmt.Errorf("store: read signatures: %w", err)
 	}
 	x.mu.Lock()
+	x.purgeLocked(micros(tx.now))
 	last := x.lastID
 	x.mu.Unlock()
 	if top.Int64 > last {

@@ -380,3 +380,31 @@ func TestPasswordChangeAsksForCurrent(t *testing.T) {
 		t.Errorf("the new password does not sign in: %d", p.Status)
 	}
 }
+
+// TestPasswordForAnOperatorWithout: a link's session opened before
+// sessions were marked (migration 00022) reads as any session; its
+// operator has no password yet, so none is asked for.
+func TestPasswordForAnOperatorWithout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if _, err := e.App.Operators.Add(e.Ctx, e.BrandA.ID, "new@a.example", "agent", ""); err != nil {
+		t.Fatal(err)
+	}
+	token, err := e.App.Operators.Link(e.Ctx, "new@a.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e.web(t)
+	if p := w.post("/console/link", url.Values{"token": {token}}); p.Status != http.StatusSeeOther {
+		t.Fatalf("use link: %d", p.Status)
+	}
+	if _, err := e.App.DB.Writer().ExecContext(e.Ctx, `UPDATE operator_tokens SET via_link = FALSE`); err != nil {
+		t.Fatal(err)
+	}
+	if p := w.get("/console/password"); p.Status != 200 || strings.Contains(p.Body, "Current password") {
+		t.Errorf("an operator without a password is asked for it: %d", p.Status)
+	}
+	if p := w.post("/console/password", url.Values{"password": {"a fine password"}, "confirm": {"a fine password"}}); p.Status != http.StatusSeeOther {
+		t.Errorf("set the first password: %d\n%s", p.Status, p.Body)
+	}
+}

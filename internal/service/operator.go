@@ -240,37 +240,48 @@ func (o *Operators) SignOut(ctx context.Context, token string) error {
 }
 
 // NeedsCurrentPassword reports whether the session with token must give
-// the operator's current password to change it: every session but one
-// opened by a one-time sign-in link that has not set a password yet.
+// the operator's current password to change it (see ChangePassword).
 func (o *Operators) NeedsCurrentPassword(ctx context.Context, token string) (bool, error) {
-	via, err := o.s.db.SessionViaLink(ctx, hashToken(token), o.s.db.Now())
-	return !via, err
+	_, needs, err := o.passwordSession(ctx, hashToken(token))
+	return needs, err
+}
+
+// passwordSession returns the operator of the session whose token has
+// hash, and whether it must give the current password to change it: every
+// session but one opened by a one-time sign-in link that has not set a
+// password yet, unless the operator has none (a link's session from before
+// sessions were marked) and so none to give.
+func (o *Operators) passwordSession(ctx context.Context, hash []byte) (*store.OperatorRecord, bool, error) {
+	now := o.s.db.Now()
+	rec, err := o.s.db.OperatorByToken(ctx, hash, store.TokenSession, now)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, parley.Errorf(parley.ENotAuthenticated, "Your session has ended; sign in again.")
+	} else if err != nil {
+		return nil, false, err
+	}
+	via, err := o.s.db.SessionViaLink(ctx, hash, now)
+	if err != nil {
+		return nil, false, err
+	}
+	return rec, !via && rec.PasswordHash != "", nil
 }
 
 // ChangePassword replaces the password of the operator signed in with the
 // session token and ends their other sessions: those of whoever knew the
-// old one. It asks for the current password (see NeedsCurrentPassword),
-// so that a session left open or stolen cannot lock its operator out; a
-// wrong one counts as a failed sign-in of the operator's email and of the
-// client's address (D19's throttle). An operator without a password (a
-// link's session from before sessions were marked) has none to give.
+// old one. It asks for the current password (see passwordSession), so
+// that a session left open or stolen cannot lock its operator out; a wrong
+// one counts as a failed sign-in of the operator's email and of the
+// client's address (D19's throttle).
 func (o *Operators) ChangePassword(ctx context.Context, token, current, password, client string) error {
 	if err := checkNewPassword(password); err != nil {
 		return err
 	}
 	hash := hashToken(token)
-	now := o.s.db.Now()
-	rec, err := o.s.db.OperatorByToken(ctx, hash, store.TokenSession, now)
-	if errors.Is(err, store.ErrNotFound) {
-		return parley.Errorf(parley.ENotAuthenticated, "Your session has ended; sign in again.")
-	} else if err != nil {
-		return err
-	}
-	via, err := o.s.db.SessionViaLink(ctx, hash, now)
+	rec, needsCurrent, err := o.passwordSession(ctx, hash)
 	if err != nil {
 		return err
 	}
-	if !via && rec.PasswordHash != "" {
+	if needsCurrent {
 		if current == "" {
 			return invalid("current_password", "required")
 		}

@@ -252,15 +252,10 @@ func (o *Operators) NeedsCurrentPassword(ctx context.Context, token string) (boo
 // password yet, unless the operator has none (a link's session from before
 // sessions were marked) and so none to give.
 func (o *Operators) passwordSession(ctx context.Context, hash []byte) (*store.OperatorRecord, bool, error) {
-	now := o.s.db.Now()
-	rec, err := o.s.db.OperatorByToken(ctx, hash, store.TokenSession, now)
+	rec, via, err := o.s.db.OperatorSession(ctx, hash, o.s.db.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, parley.Errorf(parley.ENotAuthenticated, "Your session has ended; sign in again.")
 	} else if err != nil {
-		return nil, false, err
-	}
-	via, err := o.s.db.SessionViaLink(ctx, hash, now)
-	if err != nil {
 		return nil, false, err
 	}
 	return rec, !via && rec.PasswordHash != "", nil

@@ -92,7 +92,7 @@ const (
 
 // CreateOperatorToken stores a token's hash for the operator until
 // expires. viaLink marks a session opened by a one-time sign-in link: it
-// may set the password without the current one (SessionViaLink).
+// may set the password without the current one (OperatorSession).
 func (tx *Tx) CreateOperatorToken(ctx context.Context, hash []byte, operatorID int64, kind string, expires time.Time, viaLink bool) error {
 	_, err := tx.exec(ctx, `INSERT INTO operator_tokens (token_hash, operator_id, kind, created_at, expires_at, via_link)
 		VALUES (?, ?, ?, ?, ?, ?)`, hash, operatorID, kind, micros(tx.now), micros(expires), viaLink)
@@ -102,20 +102,16 @@ func (tx *Tx) CreateOperatorToken(ctx context.Context, hash []byte, operatorID i
 	return nil
 }
 
-// SessionViaLink reports whether the unexpired session with this hash was
-// opened by a one-time sign-in link and has not set a password since; a
-// session that is gone reads as false.
-func (db *DB) SessionViaLink(ctx context.Context, hash []byte, now time.Time) (bool, error) {
+// OperatorSession returns the operator of the unexpired session with this
+// hash, or ErrNotFound, and whether a one-time sign-in link opened the
+// session and it has not set a password since.
+func (db *DB) OperatorSession(ctx context.Context, hash []byte, now time.Time) (*OperatorRecord, bool, error) {
 	var via bool
-	err := db.queryRow(ctx, `SELECT via_link FROM operator_tokens WHERE token_hash = ? AND kind = 'session' AND expires_at > ?`,
-		hash, micros(now)).Scan(&via)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("store: read operator session: %w", err)
-	}
-	return via, nil
+	row := db.queryRow(ctx, `SELECT o.id, o.brand_id, o.email, o.role, o.password_hash, o.date_created, t.via_link
+		FROM operator_tokens t JOIN operators o ON o.id = t.operator_id
+		WHERE t.token_hash = ? AND t.kind = 'session' AND t.expires_at > ?`, hash, micros(now))
+	rec, err := scanOperator(func(dest ...any) error { return row.Scan(append(dest, &via)...) })
+	return rec, via, err
 }
 
 // ClearSessionLink takes the link's mark off a session: it has set its

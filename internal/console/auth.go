@@ -46,11 +46,10 @@ func (c *Console) authRoutes(mux *http.ServeMux) {
 			}
 			return x.RenderStatus(status, "", parley.ErrorMessage(err))
 		}
+		// A link is how an operator without a password, or who forgot
+		// theirs, gets in: its session chooses one next, without the old.
 		c.setSession(x, s.Token)
-		if !s.Operator.HasPassword {
-			return x.Redirect("password")
-		}
-		return x.Redirect("")
+		return x.Redirect("password")
 	}))
 }
 

@@ -390,14 +390,7 @@ func TestPasswordForAnOperatorWithout(t *testing.T) {
 	if _, err := e.App.Operators.Add(e.Ctx, e.BrandA.ID, "new@a.example", "agent", ""); err != nil {
 		t.Fatal(err)
 	}
-	token, err := e.App.Operators.Link(e.Ctx, "new@a.example")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := e.web(t)
-	if p := w.post("/console/link", url.Values{"token": {token}}); p.Status != http.StatusSeeOther {
-		t.Fatalf("use link: %d", p.Status)
-	}
+	w := e.signedInByLink(t, "new@a.example")
 	if _, err := e.App.DB.Writer().ExecContext(e.Ctx, `UPDATE operator_tokens SET via_link = FALSE`); err != nil {
 		t.Fatal(err)
 	}
@@ -406,5 +399,23 @@ func TestPasswordForAnOperatorWithout(t *testing.T) {
 	}
 	if p := w.post("/console/password", url.Values{"password": {"a fine password"}, "confirm": {"a fine password"}}); p.Status != http.StatusSeeOther {
 		t.Errorf("set the first password: %d\n%s", p.Status, p.Body)
+	}
+}
+
+// TestSignInLinkForgottenPassword: an operator who forgot their password
+// gets a one-time link from an admin; its session sets a new password
+// without the old one, and the old one no longer signs in (D19).
+func TestSignInLinkForgottenPassword(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.signedInByLink(t, "agent@a.example") // has a password
+	if p := w.get("/console/password"); strings.Contains(p.Body, "Current password") {
+		t.Errorf("a link's session is asked for the password its operator forgot")
+	}
+	if p := w.post("/console/password", url.Values{"password": {"remembered now"}, "confirm": {"remembered now"}}); p.Status != http.StatusSeeOther {
+		t.Fatalf("set a new password from the link's session: %d\n%s", p.Status, p.Body)
+	}
+	if p := e.web(t).post("/console/signin", url.Values{"email": {"agent@a.example"}, "password": {password}}); p.Status != http.StatusUnauthorized {
+		t.Errorf("the forgotten password still signs in: %d", p.Status)
 	}
 }

@@ -107,6 +107,21 @@ func (w *web) signIn(email string) {
 	}
 }
 
+// signedInByLink returns a client signed in with a one-time sign-in link
+// made for email, as an admin makes one (parley operator link).
+func (e *env) signedInByLink(t testing.TB, email string) *web {
+	t.Helper()
+	token, err := e.App.Operators.Link(e.Ctx, email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e.web(t)
+	if p := w.post("/console/link", url.Values{"token": {token}}); p.Status != http.StatusSeeOther || p.Location != "/console/password" {
+		t.Fatalf("sign in with a link as %s: %d %q", email, p.Status, p.Location)
+	}
+	return w
+}
+
 // signedIn returns a client signed in as email.
 func (e *env) signedIn(t testing.TB, email string) *web {
 	w := e.web(t)

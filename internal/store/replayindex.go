@@ -84,7 +84,7 @@ func (x *sigIndex) purgeLocked(now int64) {
 
 // syncSignatures reads into the index the log rows it has not seen, once a
 // transaction: those of another process, or, after a start, every row not
-// expired. A commit of this process adds its own rows (logSignature), and
+// expired. A commit of this process adds its own rows (logSignatures), and
 // should the next transaction begin first, it reads them here instead.
 func (tx *Tx) syncSignatures(ctx context.Context) error {
 	if tx.sigsSynced {

@@ -336,10 +336,8 @@ type Tx struct {
 	// for one INSERT (writebehind.go); nil sends each at once.
 	behind *writeBehind
 	// sigsSynced says the transaction read the signatures log into the
-	// index; sigsLogged are the signatures it logged, by log id (SQLite,
-	// replayindex.go).
+	// index (SQLite, replayindex.go).
 	sigsSynced bool
-	sigsLogged map[sigEntry]int64
 }
 
 // A Flusher finishes work that the writes of a transaction added to it.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/parleyhq/parley"
@@ -38,11 +39,26 @@ func (db *DB) MigrateTo(ctx context.Context, version int64) error {
 	return err
 }
 
+// MigrateDownTo undoes the migrations after version.
+func (db *DB) MigrateDownTo(ctx context.Context, version int64) error {
+	p, err := db.migrations()
+	if err != nil {
+		return err
+	}
+	_, err = p.DownTo(ctx, version)
+	return err
+}
+
 // Exec runs a statement on the writer, for fixtures the store has no
 // method for (location.time_zone is filled by another change).
 func (db *DB) Exec(ctx context.Context, q string, args ...any) error {
 	_, err := db.write.ExecContext(ctx, db.rebind(q), args...)
 	return err
+}
+
+// QueryRow reads a row on the writer, for what the store has no method for.
+func (db *DB) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return db.write.QueryRowContext(ctx, db.rebind(q), args...)
 }
 
 // AudienceSQL is the query CountAudience runs, for the plans.

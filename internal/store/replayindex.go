@@ -3,18 +3,18 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/parleyhq/parley"
 )
 
 // sigIndex is SQLite's index of the recorded signatures (D2). On SQLite,
-// seen_signatures is an append-only log (migration 00023): each group's
-// signatures land on the page at its end, where a B-tree keyed by the
-// signature put each on a random page of its own, which cost keyed creates
-// 13 % (issue #15). The index that finds a copy is this one, in memory,
+// seen_signatures is an append-only log (migration 00023) of a row for
+// each transaction's signatures (00024), which lands on the page at its
+// end, where a B-tree keyed by the signature put each on a random page of
+// its own, which cost keyed creates 13 % (issue #15). The index that finds a copy is this one, in memory,
 // read from the log: every transaction that records a signature first
 // reads the rows added since the index last saw the log (by id, which
 // AUTOINCREMENT never reuses), so rows another process wrote, or written
@@ -57,15 +57,14 @@ func (x *sigIndex) has(e sigEntry) bool {
 	return ok
 }
 
-// addLocked adds a committed signature with its log id.
-func (x *sigIndex) addLocked(id int64, e sigEntry) {
+// addLocked adds a committed signature.
+func (x *sigIndex) addLocked(e sigEntry) {
 	s := x.byExpiry[e.expires]
 	if s == nil {
 		s = map[[16]byte]struct{}{}
 		x.byExpiry[e.expires] = s
 	}
 	s[e.sig] = struct{}{}
-	x.lastID = max(x.lastID, id)
 }
 
 // purgeLocked forgets the signatures expired at now (micros), at most
@@ -100,8 +99,8 @@ func (tx *Tx) syncSignatures(ctx context.Context) error {
 	last := x.lastID
 	x.mu.Unlock()
 	if top.Int64 > last {
-		rows, err := tx.query(ctx, `SELECT id, expires_at, sig FROM seen_signatures WHERE id > ? AND expires_at > ?`,
-			last, micros(tx.now))
+		now := micros(tx.now)
+		rows, err := tx.query(ctx, `SELECT id, entries FROM seen_signatures WHERE id > ? AND expires_at > ?`, last, now)
 		if err != nil {
 			return fmt.Errorf("store: read signatures: %w", err)
 		}
@@ -110,13 +109,13 @@ func (tx *Tx) syncSignatures(ctx context.Context) error {
 		defer x.mu.Unlock()
 		for rows.Next() {
 			var id int64
-			var e sigEntry
-			var sig []byte
-			if err := rows.Scan(&id, &e.expires, &sig); err != nil {
+			var blob []byte
+			if err := rows.Scan(&id, &blob); err != nil {
 				return fmt.Errorf("store: read signatures: %w", err)
 			}
-			copy(e.sig[:], sig)
-			x.addLocked(id, e)
+			if err := x.readEntries(id, blob, now); err != nil {
+				return err
+			}
 		}
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("store: read signatures: %w", err)
@@ -128,75 +127,95 @@ func (tx *Tx) syncSignatures(ctx context.Context) error {
 }
 
 // logSignatures records the signatures of sws, all different, in
-// SQLite's log with one INSERT, and reports those the index, or this
-// transaction, has already: replays, not logged again. The index learns
-// the new ones once the transaction commits.
+// SQLite's log, and reports those the index, or this transaction, has
+// already: replays, not logged again. The transaction's signatures go in
+// one row, written just before it commits (sigBatch); the index learns
+// them once it has.
 func (tx *Tx) logSignatures(ctx context.Context, sws []*parley.SignedWrite) ([]bool, error) {
 	if err := tx.syncSignatures(ctx); err != nil {
 		return nil, err
 	}
+	b := tx.Batch(sigBatchKey{}, func() Flusher { return &sigBatch{pending: map[sigEntry]struct{}{}} }).(*sigBatch)
 	seen := make([]bool, len(sws))
-	var fresh []sigEntry
-	var q strings.Builder
-	var args []any
-	q.WriteString(`INSERT INTO seen_signatures (expires_at, sig) VALUES `)
 	for i, sw := range sws {
 		e := entryOf(sw)
-		if _, dup := tx.sigsLogged[e]; dup || tx.db.sigs.has(e) {
+		if _, dup := b.pending[e]; dup || tx.db.sigs.has(e) {
 			seen[i] = true
 			continue
 		}
-		if len(fresh) > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?, ?)")
-		fresh = append(fresh, e)
-		args = append(args, e.expires, e.sig[:])
-	}
-	if len(fresh) == 0 {
-		return seen, nil
-	}
-	// One statement for the group: the rows are appended, so the
-	// statement journal that a multi-row INSERT keeps holds a page or two.
-	res, err := tx.exec(ctx, q.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: record signatures: %w", err)
-	}
-	last, err := res.LastInsertId()
-	if err != nil {
-		return nil, fmt.Errorf("store: record signatures: %w", err)
-	}
-	if tx.sigsLogged == nil {
-		tx.sigsLogged = map[sigEntry]int64{}
-		logged := tx.sigsLogged
-		tx.AfterCommit(func() {
-			x := tx.db.sigs
-			x.mu.Lock()
-			defer x.mu.Unlock()
-			for e, id := range logged {
-				x.addLocked(id, e)
-			}
-		})
-	}
-	// The writer alone appends, and AUTOINCREMENT numbers one
-	// statement's rows in order: the first is last-n+1.
-	for i, e := range fresh {
-		tx.sigsLogged[e] = last - int64(len(fresh)-1-i)
+		b.pending[e] = struct{}{}
 	}
 	return seen, nil
 }
 
 // unlogSignature takes back a signature this transaction logged (see
 // forgetSignature).
-func (tx *Tx) unlogSignature(ctx context.Context, sw *parley.SignedWrite) error {
-	e := entryOf(sw)
-	id, ok := tx.sigsLogged[e]
-	if !ok {
+func (tx *Tx) unlogSignature(sw *parley.SignedWrite) {
+	if b, ok := tx.batches[sigBatchKey{}].(*sigBatch); ok {
+		delete(b.pending, entryOf(sw))
+	}
+}
+
+type sigBatchKey struct{}
+
+// sigBatch holds the signatures a transaction logs, for one row of the log
+// (migration 00024): a row per signature cost the single writer a B-tree
+// insert and its binding each, about 8 µs a keyed create on a slow
+// machine (issue #15).
+type sigBatch struct {
+	pending map[sigEntry]struct{}
+}
+
+// sigEntrySize is an entry's size in a row's entries: its expiry (micros,
+// big-endian) and its signature.
+const sigEntrySize = 8 + 16
+
+func (b *sigBatch) Flush(ctx context.Context, tx *Tx) error {
+	if len(b.pending) == 0 {
 		return nil
 	}
-	if _, err := tx.exec(ctx, `DELETE FROM seen_signatures WHERE id = ?`, id); err != nil {
-		return fmt.Errorf("store: forget signature: %w", err)
+	entries := make([]sigEntry, 0, len(b.pending))
+	blob := make([]byte, 0, len(b.pending)*sigEntrySize)
+	var last int64 // the row's expiry: its last entry's, so a purge keeps every one until it expires
+	for e := range b.pending {
+		entries = append(entries, e)
+		blob = binary.BigEndian.AppendUint64(blob, uint64(e.expires))
+		blob = append(blob, e.sig[:]...)
+		last = max(last, e.expires)
 	}
-	delete(tx.sigsLogged, e)
+	res, err := tx.exec(ctx, `INSERT INTO seen_signatures (expires_at, entries) VALUES (?, ?)`, last, blob)
+	if err != nil {
+		return fmt.Errorf("store: record signatures: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("store: record signatures: %w", err)
+	}
+	tx.AfterCommit(func() {
+		x := tx.db.sigs
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		for _, e := range entries {
+			x.addLocked(e)
+		}
+		x.lastID = max(x.lastID, id)
+	})
+	return nil
+}
+
+// readEntries adds the entries of a log row to the index, those not
+// expired at now.
+func (x *sigIndex) readEntries(id int64, blob []byte, now int64) error {
+	if len(blob)%sigEntrySize != 0 {
+		return fmt.Errorf("store: signatures log row %d: %d bytes, not whole entries", id, len(blob))
+	}
+	for ; len(blob) > 0; blob = blob[sigEntrySize:] {
+		e := sigEntry{expires: int64(binary.BigEndian.Uint64(blob))}
+		copy(e.sig[:], blob[8:sigEntrySize])
+		if e.expires > now {
+			x.addLocked(e)
+		}
+	}
+	x.lastID = max(x.lastID, id)
 	return nil
 }

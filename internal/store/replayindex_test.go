@@ -72,8 +72,9 @@ func TestSQLiteReplayIndexSharesTheFile(t *testing.T) {
 }
 
 // TestSQLiteSignatureLogMigration: migration 00023 turns SQLite's
-// signatures into the log, and a signature recorded before it still
-// refuses its copy after it (D2).
+// signatures into the log, 00024 its rows into one a transaction, and a
+// signature recorded before either still refuses its copy after both
+// (D2); 00024 undone gives every entry its row and expiry back.
 func TestSQLiteSignatureLogMigration(t *testing.T) {
 	t.Parallel()
 	if apitest.Engine() != "sqlite" {
@@ -89,16 +90,38 @@ func TestSQLiteSignatureLogMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	exp := time.Now().Add(time.Minute).Truncate(time.Microsecond)
-	if err := db.Exec(ctx, `INSERT INTO seen_signatures (expires_at, sig) VALUES (?, CAST('before-00023____' AS BLOB))`, exp.UnixMicro()); err != nil {
+	later := exp.Add(time.Second)
+	insert := func(q string, exp time.Time) {
+		t.Helper()
+		if err := db.Exec(ctx, q, exp.UnixMicro()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(`INSERT INTO seen_signatures (expires_at, sig) VALUES (?, CAST('before-00023____' AS BLOB))`, exp)
+	if err := db.MigrateTo(ctx, 23); err != nil {
 		t.Fatal(err)
+	}
+	insert(`INSERT INTO seen_signatures (expires_at, sig) VALUES (?, CAST('before-00024____' AS BLOB))`, later)
+	if err := db.MigrateTo(ctx, 24); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.MigrateDownTo(ctx, 23); err != nil { // and back: the entries as they were
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM seen_signatures WHERE (expires_at = ? AND sig = CAST('before-00023____' AS BLOB))
+		OR (expires_at = ? AND sig = CAST('before-00024____' AS BLOB))`, exp.UnixMicro(), later.UnixMicro()).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("00024 undone: %d of the 2 signatures as they were (%v)", n, err)
 	}
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.RecordSignature(ctx, &parley.SignedWrite{Key: []byte("before-00023____"), Expires: exp}); err != parley.ErrReplayed {
-		t.Errorf("the copy of a write recorded before the migration: %v, want it refused as replayed", err)
+	for name, exp := range map[string]time.Time{"before-00023____": exp, "before-00024____": later} {
+		if err := db.RecordSignature(ctx, &parley.SignedWrite{Key: []byte(name), Expires: exp}); err != parley.ErrReplayed {
+			t.Errorf("the copy of a write recorded %s: %v, want it refused as replayed", name[:12], err)
+		}
 	}
-	if err := db.RecordSignature(ctx, &parley.SignedWrite{Key: []byte("after-00023_____"), Expires: exp}); err != nil {
+	if err := db.RecordSignature(ctx, &parley.SignedWrite{Key: []byte("after-00024_____"), Expires: exp}); err != nil {
 		t.Errorf("a new signature: %v", err)
 	}
 }

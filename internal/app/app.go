@@ -185,6 +185,12 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// An answer is sealed per keyed request: a box whose random nonces
+	// never run out, under a key of its own (issue #15).
+	answers, err := secretbox.NewX(secretbox.DeriveKey(key, "parley idempotency answers"))
+	if err != nil {
+		return nil, err
+	}
 
 	a := &App{Config: cfg}
 	defer func() {
@@ -192,7 +198,8 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 			a.Close()
 		}
 	}()
-	if a.DB, err = OpenDB(ctx, cfg.DB, store.Options{MaxConns: cfg.DBMaxConns, MaxReadConns: cfg.DBMaxConns, AnswerBox: box}); err != nil {
+	if a.DB, err = OpenDB(ctx, cfg.DB, store.Options{MaxConns: cfg.DBMaxConns, MaxReadConns: cfg.DBMaxConns,
+		AnswerBox: answers, LegacyAnswerBox: box}); err != nil {
 		return nil, err
 	}
 	if cfg.Now != nil {

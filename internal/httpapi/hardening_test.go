@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/httpapi"
+	"github.com/parleyhq/parley/internal/secretbox"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/signing"
 )
@@ -836,10 +838,14 @@ func TestIdempotencyReplaysWhateverNow(t *testing.T) {
 }
 
 // TestIdempotencyAnswersSealed: the answers kept for keys are sealed at
-// rest with the server key, as every secret Parley keeps: a webhook's
-// signing secret in POST /webhooks's answer is not in the database in the
-// clear, and its replay still carries it. An answer kept in the clear
-// before answers were sealed still replays (D13).
+// rest, as every secret Parley keeps: a webhook's signing secret in POST
+// /webhooks's answer is not in the database in the clear, and its replay
+// still carries it. They are sealed with XChaCha20-Poly1305 under a key
+// of their own, derived from the server key: one is sealed per keyed
+// request, more than AES-GCM's random nonces allow under one key. An
+// answer kept in the clear before answers were sealed, or sealed with
+// AES-GCM under the server key before they had a key of their own, still
+// replays (D13).
 func TestIdempotencyAnswersSealed(t *testing.T) {
 	e := apitest.New(t)
 	rc := whNewReceiver(t, nil)
@@ -855,6 +861,30 @@ func TestIdempotencyAnswersSealed(t *testing.T) {
 	}
 	if again := keyed(t, e, "POST", "/api/v1/webhooks", body, "hook"); string(again.body) != string(first.body) {
 		t.Errorf("replay: %s, want the first answer, secret included", again.body)
+	}
+	serverKey, err := secretbox.ParseKey(e.App.Config.SecretKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverBox, err := secretbox.New(serverKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := append(binary.BigEndian.AppendUint64([]byte("answer:"), uint64(e.BrandA.ID)), "hook"...)
+	var stored []byte
+	if err := e.App.DB.Writer().QueryRowContext(e.Ctx, impRebind(`SELECT body FROM idempotency_keys WHERE idem_key = 'hook'`)).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) < 1+24+16 || stored[0] != 0x02 {
+		t.Errorf("the stored answer begins %x, %d bytes; want 0x02, XChaCha20-Poly1305's 24-byte nonce and its tag", stored[:min(len(stored), 8)], len(stored))
+	} else {
+		for _, mk := range []func([]byte) (*secretbox.Box, error){secretbox.New, secretbox.NewX} {
+			if box, err := mk(serverKey); err != nil {
+				t.Fatal(err)
+			} else if _, err := box.Open(stored[1:], ad); err == nil {
+				t.Error("the answer opens with the server key itself; want a key of the answers' own")
+			}
+		}
 	}
 
 	// An answer from before answers were sealed, as it was stored then.
@@ -872,6 +902,23 @@ func TestIdempotencyAnswersSealed(t *testing.T) {
 	h.Set("Idempotency-Key", "old")
 	if r := authSend(t, e, "POST", target, []byte(req), h); r.status != 200 || string(r.body) != `{"stored":"in the clear"}` {
 		t.Errorf("an answer kept in the clear: %d %s, want it replayed", r.status, r.body)
+	}
+
+	// An answer sealed as they were before they had a key of their own.
+	req = `{"first_name":"Grace"}`
+	h = authHeaders(e.CredA.Username, e.CredA.Secret, "POST", target, []byte(req), e.ClientNow())
+	sum = sha256.Sum256([]byte("POST " + target + "\n" + h.Get(signing.HeaderDigest)))
+	ad = append(binary.BigEndian.AppendUint64([]byte("answer:"), uint64(e.BrandA.ID)), "gcm"...)
+	sealed := append([]byte{0x01}, serverBox.Seal([]byte(`{"stored":"with AES-GCM"}`), ad)...)
+	if _, err := e.App.DB.Writer().ExecContext(e.Ctx, impRebind(`INSERT INTO idempotency_keys
+		(brand_id, idem_key, request_hash, status, content_type, body, created_at, expires_at)
+		VALUES (?, 'gcm', ?, 200, 'application/json; charset=utf-8', ?, ?, ?)`),
+		e.BrandA.ID, sum[:], sealed, now, now+int64(time.Hour/time.Microsecond)); err != nil {
+		t.Fatal(err)
+	}
+	h.Set("Idempotency-Key", "gcm")
+	if r := authSend(t, e, "POST", target, []byte(req), h); r.status != 200 || string(r.body) != `{"stored":"with AES-GCM"}` {
+		t.Errorf("an answer sealed with AES-GCM under the server key: %d %s, want it replayed", r.status, r.body)
 	}
 }
 

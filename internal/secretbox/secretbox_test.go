@@ -18,9 +18,14 @@ func testKey(b byte) []byte { return bytes.Repeat([]byte{b}, secretbox.KeySize) 
 
 func mustBox(t testing.TB, key []byte) *secretbox.Box {
 	t.Helper()
-	b, err := secretbox.New(key)
+	return mustKind(t, secretbox.New, key)
+}
+
+func mustKind(t testing.TB, mk func([]byte) (*secretbox.Box, error), key []byte) *secretbox.Box {
+	t.Helper()
+	b, err := mk(key)
 	if err != nil {
-		t.Fatalf("New: %v", err)
+		t.Fatalf("new box: %v", err)
 	}
 	return b
 }
@@ -47,8 +52,18 @@ func TestNewKeyLength(t *testing.T) {
 	}
 }
 
+// kinds are the two boxes: New's for stored secrets, NewX's for values
+// sealed at request rates (idempotency answers).
+var kinds = []struct {
+	name  string
+	new   func([]byte) (*secretbox.Box, error)
+	nonce int
+}{
+	{"AES-GCM", secretbox.New, 12},
+	{"XChaCha20-Poly1305", secretbox.NewX, 24},
+}
+
 func TestRoundTrip(t *testing.T) {
-	box := mustBox(t, testKey(7))
 	tests := []struct {
 		name      string
 		plaintext []byte
@@ -60,70 +75,92 @@ func TestRoundTrip(t *testing.T) {
 		{"binary", []byte{0, 1, 2, 0xFF}, []byte{0}},
 		{"large", bytes.Repeat([]byte("x"), 1<<16), []byte("row-42")},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sealed := box.Seal(tt.plaintext, tt.ad)
-			if want := 12 + len(tt.plaintext) + 16; len(sealed) != want {
-				t.Errorf("sealed length %d, want %d", len(sealed), want)
-			}
-			if len(tt.plaintext) > 3 && bytes.Contains(sealed, tt.plaintext) {
-				t.Error("sealed value contains the plaintext")
-			}
-			got, err := box.Open(sealed, tt.ad)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			if !bytes.Equal(got, tt.plaintext) {
-				t.Errorf("Open = %q, want %q", got, tt.plaintext)
-			}
-		})
+	for _, k := range kinds {
+		box := mustKind(t, k.new, testKey(7))
+		for _, tt := range tests {
+			t.Run(k.name+"/"+tt.name, func(t *testing.T) {
+				sealed := box.Seal(tt.plaintext, tt.ad)
+				if want := k.nonce + len(tt.plaintext) + 16; len(sealed) != want {
+					t.Errorf("sealed length %d, want %d", len(sealed), want)
+				}
+				if len(tt.plaintext) > 3 && bytes.Contains(sealed, tt.plaintext) {
+					t.Error("sealed value contains the plaintext")
+				}
+				got, err := box.Open(sealed, tt.ad)
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				if !bytes.Equal(got, tt.plaintext) {
+					t.Errorf("Open = %q, want %q", got, tt.plaintext)
+				}
+			})
+		}
 	}
 }
 
 func TestSealFreshNonce(t *testing.T) {
-	box := mustBox(t, testKey(7))
-	a := box.Seal([]byte("same"), []byte("ad"))
-	b := box.Seal([]byte("same"), []byte("ad"))
-	if bytes.Equal(a, b) || bytes.Equal(a[:12], b[:12]) {
-		t.Error("two Seals of the same plaintext share a nonce")
+	for _, k := range kinds {
+		box := mustKind(t, k.new, testKey(7))
+		a := box.Seal([]byte("same"), []byte("ad"))
+		b := box.Seal([]byte("same"), []byte("ad"))
+		if bytes.Equal(a, b) || bytes.Equal(a[:k.nonce], b[:k.nonce]) {
+			t.Errorf("%s: two Seals of the same plaintext share a nonce", k.name)
+		}
 	}
 }
 
 func TestOpenFailures(t *testing.T) {
-	box := mustBox(t, testKey(7))
-	other := mustBox(t, testKey(8))
-	pt, ad := []byte("s3cret-password"), []byte("alice")
-	sealed := box.Seal(pt, ad)
+	for _, k := range kinds {
+		box := mustKind(t, k.new, testKey(7))
+		other := mustKind(t, k.new, testKey(8))
+		pt, ad := []byte("s3cret-password"), []byte("alice")
+		sealed := box.Seal(pt, ad)
 
-	flip := func(i int) []byte {
-		c := bytes.Clone(sealed)
-		c[i] ^= 0x01
-		return c
+		flip := func(i int) []byte {
+			c := bytes.Clone(sealed)
+			c[i] ^= 0x01
+			return c
+		}
+		tests := []struct {
+			name   string
+			box    *secretbox.Box
+			sealed []byte
+			ad     []byte
+		}{
+			{"tampered nonce", box, flip(0), ad},
+			{"tampered ciphertext", box, flip(k.nonce), ad},
+			{"tampered tag", box, flip(len(sealed) - 1), ad},
+			{"truncated", box, sealed[:len(sealed)-1], ad},
+			{"extended", box, append(bytes.Clone(sealed), 0), ad},
+			{"too short for nonce and tag", box, sealed[:k.nonce+15], ad},
+			{"empty", box, nil, ad},
+			{"wrong AD (row swap)", box, sealed, []byte("bob")},
+			{"missing AD", box, sealed, nil},
+			{"wrong key", other, sealed, ad},
+		}
+		for _, tt := range tests {
+			t.Run(k.name+"/"+tt.name, func(t *testing.T) {
+				got, err := tt.box.Open(tt.sealed, tt.ad)
+				if !errors.Is(err, secretbox.ErrOpen) || got != nil {
+					t.Errorf("Open = %q, %v; want nil, ErrOpen", got, err)
+				}
+			})
+		}
 	}
-	tests := []struct {
-		name   string
-		box    *secretbox.Box
-		sealed []byte
-		ad     []byte
-	}{
-		{"tampered nonce", box, flip(0), ad},
-		{"tampered ciphertext", box, flip(12), ad},
-		{"tampered tag", box, flip(len(sealed) - 1), ad},
-		{"truncated", box, sealed[:len(sealed)-1], ad},
-		{"extended", box, append(bytes.Clone(sealed), 0), ad},
-		{"too short for nonce and tag", box, sealed[:27], ad},
-		{"empty", box, nil, ad},
-		{"wrong AD (row swap)", box, sealed, []byte("bob")},
-		{"missing AD", box, sealed, nil},
-		{"wrong key", other, sealed, ad},
+}
+
+// TestDeriveKey: a purpose's key is the same every time and another's
+// differs from it and from the key it came from, so a value sealed for
+// one purpose opens for no other.
+func TestDeriveKey(t *testing.T) {
+	key := testKey(7)
+	a, a2, b := secretbox.DeriveKey(key, "answers"), secretbox.DeriveKey(key, "answers"), secretbox.DeriveKey(key, "other")
+	if len(a) != secretbox.KeySize || !bytes.Equal(a, a2) || bytes.Equal(a, b) || bytes.Equal(a, key) {
+		t.Fatalf("derived keys %x, %x, %x from %x", a, a2, b, key)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.box.Open(tt.sealed, tt.ad)
-			if !errors.Is(err, secretbox.ErrOpen) || got != nil {
-				t.Errorf("Open = %q, %v; want nil, ErrOpen", got, err)
-			}
-		})
+	sealed := mustKind(t, secretbox.NewX, a).Seal([]byte("answer"), nil)
+	if _, err := mustKind(t, secretbox.NewX, b).Open(sealed, nil); !errors.Is(err, secretbox.ErrOpen) {
+		t.Errorf("another purpose's box opened it: %v", err)
 	}
 }
 
@@ -347,14 +384,16 @@ func BenchmarkSealOpen(b *testing.B) {
 
 // BenchmarkSeal seals an answer of the size an Idempotency-Key keeps for a
 // created user (about 450 bytes), as the store does on the writer's path.
+// BenchmarkSeal seals an idempotency answer's size with each box.
 func BenchmarkSeal(b *testing.B) {
-	box, err := secretbox.New(make([]byte, secretbox.KeySize))
-	if err != nil {
-		b.Fatal(err)
-	}
-	body, ad := make([]byte, 450), []byte("brand 1 key")
-	b.ReportAllocs()
-	for b.Loop() {
-		box.Seal(body, ad)
+	for _, k := range kinds {
+		b.Run(k.name, func(b *testing.B) {
+			box := mustKind(b, k.new, make([]byte, secretbox.KeySize))
+			body, ad := make([]byte, 450), []byte("brand 1 key")
+			b.ReportAllocs()
+			for b.Loop() {
+				box.Seal(body, ad)
+			}
+		})
 	}
 }

@@ -73,8 +73,9 @@ type DB struct {
 	// (writebehind.go).
 	userIDs userIDs
 
-	// answers seals the answers of Idempotency-Keys (see Options.AnswerBox).
-	answers *secretbox.Box
+	// answers seals the answers of Idempotency-Keys; legacyAnswers opens
+	// those sealed before (see Options).
+	answers, legacyAnswers *secretbox.Box
 
 	// backfillBatch is how many users one backfill transaction reads.
 	backfillBatch int
@@ -98,8 +99,13 @@ type Options struct {
 	BusyTimeout time.Duration
 	// AnswerBox seals the answers kept for Idempotency-Keys, which may
 	// hold secrets (a webhook's signing secret); nil keeps them as they
-	// are, for tools that answer no requests.
+	// are, for tools that answer no requests. It seals one answer per
+	// keyed request: a box made by secretbox.NewX, whose nonces never
+	// run out, under a key of the answers' own.
 	AnswerBox *secretbox.Box
+	// LegacyAnswerBox opens the answers stored before AnswerBox sealed
+	// them: AES-GCM under the server key itself. They expire within 24 h.
+	LegacyAnswerBox *secretbox.Box
 }
 
 // Open connects to the database named by dsn: "sqlite:PATH" (a file path,
@@ -118,7 +124,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.answers = opt.AnswerBox
+	db.answers, db.legacyAnswers = opt.AnswerBox, opt.LegacyAnswerBox
 	return db, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/secretbox"
 )
 
 // The idempotency statements. A key is held by the request that stored
@@ -181,10 +182,17 @@ func (r *keyRow) record(now time.Time) (*parley.IdempotencyRecord, bool) {
 	return rec, r.expiresAt.Int64 > at && (r.status.Valid || r.lockedUntil.Int64 > at)
 }
 
-// sealedAnswer begins an answer body sealed with the answer box. A body
-// stored before answers were sealed (JSON, or empty) never begins with it,
-// and is read as it is.
-const sealedAnswer = 0x01
+// A stored answer body begins with the byte that says how it is sealed.
+// A body stored before answers were sealed (JSON, or empty) begins with
+// neither, and is read as it is.
+const (
+	// sealedAnswer: XChaCha20-Poly1305 under the answers' own key
+	// (Options.AnswerBox).
+	sealedAnswer = 0x02
+	// sealedAnswerGCM: AES-GCM under the server key, as answers were sealed
+	// before they had a key of their own (Options.LegacyAnswerBox).
+	sealedAnswerGCM = 0x01
+)
 
 // sealAnswer seals an answer body for its brand and key.
 func (db *DB) sealAnswer(brandID int64, key string, body []byte) []byte {
@@ -202,13 +210,22 @@ var errUnreadableAnswer = errors.New("store: the answer stored for this Idempote
 // openAnswer opens the body of rec's answer in place.
 func (db *DB) openAnswer(brandID int64, key string, rec *parley.IdempotencyRecord) error {
 	a := rec.Answer
-	if a == nil || len(a.Body) == 0 || a.Body[0] != sealedAnswer {
+	if a == nil || len(a.Body) == 0 {
 		return nil
 	}
-	if db.answers == nil {
+	var box *secretbox.Box
+	switch a.Body[0] {
+	case sealedAnswer:
+		box = db.answers
+	case sealedAnswerGCM:
+		box = db.legacyAnswers
+	default:
+		return nil
+	}
+	if box == nil {
 		return errUnreadableAnswer
 	}
-	body, err := db.answers.Open(a.Body[1:], answerAD(brandID, key))
+	body, err := box.Open(a.Body[1:], answerAD(brandID, key))
 	if err != nil {
 		return errUnreadableAnswer
 	}

@@ -115,14 +115,21 @@ func TestRequestMetrics(t *testing.T) {
 }
 
 // TestOperationalMetrics: /metrics carries the database pools of the
-// engine, the queue's backlog and the Go runtime and process (issue #6).
+// engine, the queue's backlog and the Go runtime and process (issue #6),
+// and on SQLite the signatures its replay index holds in memory (issue
+// #15).
 func TestOperationalMetrics(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
+	e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+14155552671")}) // one signed write
 	out := scrape(t, e)
-	pools := []string{`go_sql_max_open_connections{db_name="writer"} 1`, `go_sql_open_connections{db_name="reader"}`}
+	pools := []string{`go_sql_max_open_connections{db_name="writer"} 1`, `go_sql_open_connections{db_name="reader"}`,
+		"\nparley_replay_signatures_indexed 1\n"}
 	if apitest.Engine() == "postgres" {
 		pools = []string{`go_sql_in_use_connections{db_name="writer"}`, `go_sql_in_use_connections{db_name="reader"}`}
+		if strings.Contains(out, "parley_replay_signatures_indexed") {
+			t.Error("PostgreSQL has no replay index in memory, yet /metrics reports its size")
+		}
 	}
 	for _, want := range append(pools,
 		`go_sql_wait_count_total{db_name=`, `go_sql_idle_connections{db_name=`,

@@ -79,7 +79,23 @@ func New(queue QueueStats) *Metrics {
 	if queue != nil {
 		m.Registry.MustRegister(&queueCollector{stats: queue})
 	}
+	if r, ok := queue.(ReplayIndex); ok {
+		if _, held := r.IndexedSignatures(); held {
+			m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "parley_replay_signatures_indexed",
+				Help: "Signatures of signed writes the node's replay index holds in memory (SQLite): those of the last --clock-skew plus a minute, about 24 bytes each.",
+			}, func() float64 { n, _ := r.IndexedSignatures(); return float64(n) }))
+		}
+	}
 	return m
+}
+
+// ReplayIndex is a store that finds replayed writes with an index in the
+// node's memory (SQLite's).
+type ReplayIndex interface {
+	// IndexedSignatures reports how many signatures the index holds, and
+	// whether the store has one.
+	IndexedSignatures() (int, bool)
 }
 
 // Handler serves the registry in the Prometheus text format.

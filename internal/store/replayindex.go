@@ -31,6 +31,22 @@ type sigIndex struct {
 	nextPurge int64 // when to forget the expired signatures next (micros)
 }
 
+// IndexedSignatures reports how many signatures the node's replay index
+// holds, about 24 bytes of memory each, and whether it has one (SQLite).
+func (db *DB) IndexedSignatures() (int, bool) {
+	x := db.sigs
+	if x == nil {
+		return 0, false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := 0
+	for _, s := range x.byExpiry {
+		n += len(s)
+	}
+	return n, true
+}
+
 // purgeEvery is how often the index forgets the expired signatures: on
 // its own, not with the log's purge, which one process runs however many
 // share the file.

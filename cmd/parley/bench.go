@@ -47,6 +47,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	hardening := fs.Bool("hardening", false, "send an Idempotency-Key on every POST, and with --self run the server with its replay cache and rate limiter on (at a limit never reached); without it, a --self server runs with all three off")
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
 	keys := fs.Bool("keys", true, "with --hardening: send a fresh Idempotency-Key on every POST (--keys=false measures the server's protections alone)")
+	ordered := fs.Bool("ordered-keys", false, "with --hardening: send time-ordered keys (UUIDv7) instead of random ones (UUIDv4, as most clients make them)")
 	deliveries := fs.Bool("deliveries", false, "with --scenario send: after the run, wait until every accepted message is delivered and report messages delivered per second and the time to sent, from the server's /metrics")
 	history := fs.Bool("history", false, "creates (create-users, mixed) set messaging_consent and a custom data value, so each writes contact history (D18); the brand needs a STRING field \"tier\" (a --self server's has one)")
 	serverBinary := fs.String("server-binary", "", "with --self: run this parley binary as the server instead of this one (to compare builds)")
@@ -95,7 +96,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		serveArgs = []string{"--us-sending-rules=false"}
 	}
 	o := bench.Options{Scenario: *scenario, Duration: *duration, Concurrency: *concurrency, Rate: *rate,
-		Users: *users, Hardening: *hardening, NoKeys: !*keys, History: *history, Deliveries: *deliveries, Progress: stderr, ProgressTTY: isTerminal(stderr)}
+		Users: *users, Hardening: *hardening, NoKeys: !*keys, OrderedKeys: *ordered, History: *history, Deliveries: *deliveries, Progress: stderr, ProgressTTY: isTerminal(stderr)}
 	if err := o.Check(); err != nil {
 		return err
 	}

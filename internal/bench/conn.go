@@ -8,6 +8,8 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
@@ -64,6 +66,34 @@ func (w *worker) signature(digest string) []byte {
 	return w.sum
 }
 
+// appendKey appends a fresh Idempotency-Key: a random UUID (version 4),
+// as most clients make them, or with OrderedKeys a time-ordered one
+// (version 7). The kind matters to SQLite: random keys put each one's
+// index entry on a page of its own, which the commit writes whole, where
+// time-ordered ones share the pages at the index's end (docs/performance.md).
+// The worker's generator makes them: crypto/rand would cost the client
+// CPU that the server shares.
+func (w *worker) appendKey(b []byte, now time.Time) []byte {
+	var u [16]byte
+	binary.LittleEndian.PutUint64(u[:8], w.rng.Uint64())
+	binary.LittleEndian.PutUint64(u[8:], w.rng.Uint64())
+	version := byte(0x40)
+	if w.r.o.OrderedKeys {
+		ms := uint64(now.UnixMilli())
+		u[0], u[1], u[2], u[3], u[4], u[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
+		version = 0x70
+	}
+	u[6] = version | u[6]&0x0f
+	u[8] = 0x80 | u[8]&0x3f // the RFC 9562 variant
+	for i, part := range [...][2]int{{0, 4}, {4, 6}, {6, 8}, {8, 10}, {10, 16}} {
+		if i > 0 {
+			b = append(b, '-')
+		}
+		b = hex.AppendEncode(b, u[part[0]:part[1]])
+	}
+	return b
+}
+
 // set points the prepared request at method and target.
 func (w *worker) set(method, target string) {
 	w.method, w.target = method, target
@@ -99,10 +129,8 @@ func (w *worker) send() (int, error) {
 		b = append(b, "\r\nContent-Length: "...)
 		b = strconv.AppendInt(b, int64(len(w.body)), 10)
 		if o.Hardening && !o.NoKeys {
-			b = append(b, "\r\nIdempotency-Key: bench-"...)
-			b = append(b, w.r.runID...)
-			b = append(b, '-')
-			b = strconv.AppendUint(b, w.r.seq.Add(1), 10)
+			b = append(b, "\r\nIdempotency-Key: "...)
+			b = w.appendKey(b, now)
 		}
 	}
 	b = append(b, "\r\n\r\n"...)

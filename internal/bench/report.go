@@ -21,8 +21,10 @@ type Result struct {
 	Rate        float64 `json:"rate"` // offered arrivals per second; 0 in closed loop
 	Hardening   bool    `json:"hardening"`
 	// IdempotencyKeys: every POST carried a fresh Idempotency-Key.
-	IdempotencyKeys bool    `json:"idempotency_keys"`
-	DurationS       float64 `json:"duration_s"`
+	IdempotencyKeys bool `json:"idempotency_keys"`
+	// KeyKind is the keys' kind: uuidv4 (random) or uuidv7 (time-ordered).
+	KeyKind   string  `json:"idempotency_key_kind,omitempty"`
+	DurationS float64 `json:"duration_s"`
 	// ElapsedS runs from the first request to the last answer.
 	ElapsedS float64 `json:"elapsed_s"`
 	Requests int64   `json:"requests"` // answered or failed
@@ -98,7 +100,11 @@ func (res *Result) WriteText(w io.Writer) error {
 	hardening := "off"
 	switch {
 	case res.IdempotencyKeys:
-		hardening = "on, Idempotency-Key on every POST"
+		kind := "random"
+		if res.KeyKind == "uuidv7" {
+			kind = "time-ordered"
+		}
+		hardening = "on, Idempotency-Key on every POST (" + kind + ")"
 	case res.Hardening:
 		hardening = "on, no Idempotency-Key"
 	}

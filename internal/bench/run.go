@@ -52,6 +52,9 @@ type Options struct {
 	// NoKeys leaves Idempotency-Key out under Hardening: the server's
 	// protections on, but no request asks for idempotency.
 	NoKeys bool
+	// OrderedKeys makes the keys time-ordered UUIDs (version 7) instead
+	// of random ones (version 4).
+	OrderedKeys bool
 	// Deliveries (scenario send) waits after the run until every accepted
 	// message is delivered, up to DeliveryWait, and reports the pipeline's
 	// rate from the server's /metrics.
@@ -115,7 +118,7 @@ type runner struct {
 	seeds   []seed
 
 	created atomic.Uint64 // create-user numbers used in the run
-	seq     atomic.Uint64 // makes update and send bodies, and idempotency keys, unique
+	seq     atomic.Uint64 // makes update and send bodies unique
 
 	hist     Histogram
 	started  atomic.Int64
@@ -138,6 +141,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	res := &Result{Scenario: o.Scenario, Mode: "closed", Concurrency: o.Concurrency, Rate: o.Rate,
 		Hardening: o.Hardening, IdempotencyKeys: o.Hardening && !o.NoKeys, DurationS: o.Duration.Seconds()}
+	if res.IdempotencyKeys {
+		res.KeyKind = "uuidv4"
+		if o.OrderedKeys {
+			res.KeyKind = "uuidv7"
+		}
+	}
 	if o.Rate > 0 {
 		res.Mode = "open"
 	}

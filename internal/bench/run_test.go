@@ -394,3 +394,31 @@ func TestSignatureMatchesD2(t *testing.T) {
 		}
 	}
 }
+
+// TestKeys: the keys are UUIDs, random ones (version 4) by default, as
+// most clients make them, or time-ordered ones (version 7), which sort by
+// the time they were made; never the same twice (D13, issue #15).
+func TestKeys(t *testing.T) {
+	for _, ordered := range []bool{false, true} {
+		w := &worker{r: &runner{o: Options{OrderedKeys: ordered}}, rng: rand.New(rand.NewPCG(1, 2))}
+		version := map[bool]byte{false: '4', true: '7'}[ordered]
+		at := time.UnixMilli(1_790_000_000_000)
+		seen := map[string]bool{}
+		var last string
+		for i := range 1000 {
+			k := string(w.appendKey(nil, at.Add(time.Duration(i)*time.Millisecond)))
+			if len(k) != 36 || k[8] != '-' || k[13] != '-' || k[18] != '-' || k[23] != '-' || k[14] != version ||
+				!strings.ContainsRune("89ab", rune(k[19])) || strings.Trim(k, "0123456789abcdef-") != "" {
+				t.Fatalf("ordered=%v: key %q is not a version %c UUID", ordered, k, version)
+			}
+			if seen[k] {
+				t.Fatalf("ordered=%v: key %q twice", ordered, k)
+			}
+			seen[k] = true
+			if ordered && k <= last {
+				t.Fatalf("time-ordered key %q made after %q sorts before it", k, last)
+			}
+			last = k
+		}
+	}
+}

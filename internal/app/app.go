@@ -219,6 +219,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Importer = service.NewImporter(a.Service, enq)
 	a.Importer.MaxSize = cfg.MaxImportSize
 	a.Metrics = metrics.New(a.DB)
+	a.Metrics.WatchReplayIndex(a.DB)
 
 	var extra map[string]http.Handler
 	var simulator parley.Simulator // D12: only the sim provider takes made-up inbound texts

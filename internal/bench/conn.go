@@ -53,7 +53,7 @@ type worker struct {
 }
 
 func (r *runner) newWorker(ctx context.Context, i uint64, dial func(context.Context) (net.Conn, error)) *worker {
-	return &worker{r: r, ctx: ctx, rng: mrand.New(mrand.NewPCG(r.numbers.start, i)), dial: dial,
+	return &worker{r: r, ctx: ctx, rng: mrand.New(mrand.NewPCG(r.rngSeed, i)), dial: dial,
 		br: bufio.NewReaderSize(nil, 16<<10), mac: hmac.New(sha256.New, []byte(r.o.Secret))}
 }
 

@@ -92,6 +92,8 @@ func (o *Options) Check() error {
 		return errors.New("--rate × --duration: less than one request")
 	case o.Deliveries && o.Scenario != ScenarioSend:
 		return errors.New("--deliveries: only with --scenario send")
+	case o.OrderedKeys && (!o.Hardening || o.NoKeys):
+		return errors.New("--ordered-keys: only with --hardening and keys")
 	case Seeded(o.Scenario) && o.Users < 1:
 		return errors.New("--users: want at least 1")
 	case strings.ContainsAny(o.Username, "\r\n"):
@@ -115,6 +117,10 @@ type runner struct {
 	base    *url.URL
 	numbers numbers
 	runID   string
+	// rngSeed seeds the workers' generators, which make the
+	// Idempotency-Keys: 64 random bits, so that runs against one server
+	// (which keeps keys a day) never send the same keys.
+	rngSeed uint64
 	seeds   []seed
 
 	created atomic.Uint64 // create-user numbers used in the run
@@ -217,6 +223,7 @@ func newRunner(ctx context.Context, o Options) (*runner, []*worker, error) {
 	rand.Read(rnd[:])
 	r := &runner{o: o, base: base, samples: map[int]string{},
 		numbers: numbers{start: binary.LittleEndian.Uint64(rnd[:8]) % numberSpace},
+		rngSeed: binary.LittleEndian.Uint64(rnd[8:]),
 		runID:   hex.EncodeToString(rnd[8:])}
 	dial := dialer(base)
 	workers := make([]*worker, o.Concurrency)

@@ -422,3 +422,18 @@ func TestKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderedKeysNeedKeys: --ordered-keys without keys to send is a
+// mistake in the command, refused before the run.
+func TestOrderedKeysNeedKeys(t *testing.T) {
+	base := Options{Scenario: ScenarioCreateUsers, Duration: time.Second, Concurrency: 1}
+	for _, c := range []struct {
+		hardening, noKeys, ok bool
+	}{{false, false, false}, {true, true, false}, {true, false, true}} {
+		o := base
+		o.OrderedKeys, o.Hardening, o.NoKeys = true, c.hardening, c.noKeys
+		if err := o.Check(); (err == nil) != c.ok {
+			t.Errorf("--ordered-keys with hardening %v, no keys %v: %v; want ok %v", c.hardening, c.noKeys, err, c.ok)
+		}
+	}
+}

@@ -878,6 +878,15 @@ func TestIdempotencyAnswersSealed(t *testing.T) {
 	if len(stored) < 1+24+16 || stored[0] != 0x02 {
 		t.Errorf("the stored answer begins %x, %d bytes; want 0x02, XChaCha20-Poly1305's 24-byte nonce and its tag", stored[:min(len(stored), 8)], len(stored))
 	} else {
+		// The key's purpose is part of what is stored: another would leave
+		// the answers of the last 24 h unreadable.
+		answers, err := secretbox.NewX(secretbox.DeriveKey(serverKey, "parley idempotency answers"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := answers.Open(stored[1:], ad); err != nil {
+			t.Errorf("the answer does not open with the answers' key: %v", err)
+		}
 		for _, mk := range []func([]byte) (*secretbox.Box, error){secretbox.New, secretbox.NewX} {
 			if box, err := mk(serverKey); err != nil {
 				t.Fatal(err)

@@ -79,23 +79,27 @@ func New(queue QueueStats) *Metrics {
 	if queue != nil {
 		m.Registry.MustRegister(&queueCollector{stats: queue})
 	}
-	if r, ok := queue.(ReplayIndex); ok {
-		if _, held := r.IndexedSignatures(); held {
-			m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "parley_replay_signatures_indexed",
-				Help: "Signatures of signed writes the node's replay index holds in memory (SQLite): those of the last --clock-skew plus a minute, about 24 bytes each.",
-			}, func() float64 { n, _ := r.IndexedSignatures(); return float64(n) }))
-		}
-	}
 	return m
 }
 
-// ReplayIndex is a store that finds replayed writes with an index in the
-// node's memory (SQLite's).
+// ReplayIndex is a store that may find replayed writes with an index in
+// the node's memory (SQLite's).
 type ReplayIndex interface {
 	// IndexedSignatures reports how many signatures the index holds, and
 	// whether the store has one.
 	IndexedSignatures() (int, bool)
+}
+
+// WatchReplayIndex reports the size of r's index, when it has one, as
+// parley_replay_signatures_indexed.
+func (m *Metrics) WatchReplayIndex(r ReplayIndex) {
+	if _, held := r.IndexedSignatures(); !held {
+		return
+	}
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "parley_replay_signatures_indexed",
+		Help: "Signatures of signed writes the node's replay index holds in memory (SQLite): those of the last --clock-skew plus a minute, about 24 bytes each.",
+	}, func() float64 { n, _ := r.IndexedSignatures(); return float64(n) }))
 }
 
 // Handler serves the registry in the Prometheus text format.

@@ -383,8 +383,8 @@ func BenchmarkSealOpen(b *testing.B) {
 }
 
 // BenchmarkSeal seals an answer of the size an Idempotency-Key keeps for a
-// created user (about 450 bytes), as the store does on the writer's path.
-// BenchmarkSeal seals an idempotency answer's size with each box.
+// created user (about 450 bytes), as the store does on the writer's path,
+// with each box.
 func BenchmarkSeal(b *testing.B) {
 	for _, k := range kinds {
 		b.Run(k.name, func(b *testing.B) {

@@ -605,7 +605,7 @@ func TestKeyedWriteBesideStoredAnswer(t *testing.T) {
 func TestKeyedWriteUnreadableAnswer(t *testing.T) {
 	url := apitest.DatabaseURL(t, t.TempDir())
 	open := func(key byte) *store.DB {
-		box, err := secretbox.New(bytes.Repeat([]byte{key}, secretbox.KeySize))
+		box, err := secretbox.NewX(secretbox.DeriveKey(bytes.Repeat([]byte{key}, secretbox.KeySize), "parley idempotency answers"))
 		if err != nil {
 			t.Fatal(err)
 		}

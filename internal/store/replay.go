@@ -40,9 +40,9 @@ func (tx *Tx) recordSignature(ctx context.Context, sw *parley.SignedWrite) error
 
 // recordSignatures records the signatures of the batch's writes — with
 // one INSERT that returns the keys it added on PostgreSQL, in the row the
-// transaction adds to the log on SQLite (replayindex.go) — and reports the writes whose
-// signature was there already: replays. A copy of a request earlier in
-// the batch is held back (errHeldBack).
+// transaction adds to the log on SQLite (replayindex.go) — and reports
+// the writes whose signature was there already: replays. A copy of a
+// request earlier in the batch is held back (errHeldBack).
 func recordSignatures(ctx context.Context, tx *Tx, batch []*groupOp) (map[*groupOp]bool, error) {
 	first := map[sigKey]*groupOp{}
 	replayed := map[*groupOp]bool{}

@@ -5,23 +5,24 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/parleyhq/parley"
 )
 
 // sigIndex is SQLite's index of the recorded signatures (D2). On SQLite,
-// seen_signatures is an append-only log (migration 00023) of a row for
-// each transaction's signatures (00024), which lands on the page at its
-// end, where a B-tree keyed by the signature put each on a random page of
-// its own, which cost keyed creates 13 % (issue #15). The index that finds
-// a copy is this one, in memory, read from the log: every transaction that records a signature first
-// reads the rows added since the index last saw the log (by id, which
-// AUTOINCREMENT never reuses), so rows another process wrote, or written
-// before a restart, are found as well; the write lock taken at BEGIN keeps
-// the log still until the commit. It holds the signatures not expired
-// (the clock skew window and a minute: six minutes by default), about 24
-// bytes each: 9 MB at 1,000 signed writes a second.
+// seen_signatures is an append-only log (migration 00023) with a row for
+// each transaction's signatures (00024), added on the page at its end; a
+// B-tree keyed by the signature put each signature on a random page of its
+// own, which cost keyed creates 13 % (issue #15). What finds a copy is
+// this index, in memory, read from the log: every transaction that records
+// a signature first reads the rows added since the index last saw the log
+// (by id, which AUTOINCREMENT never reuses), so rows another process wrote,
+// or written before a restart, are found as well; the write lock taken at
+// BEGIN keeps the log still until the commit. It holds the signatures not
+// expired (the clock skew window and a minute: six minutes by default),
+// about 24 bytes each: 9 MB at 1,000 signed writes a second.
 type sigIndex struct {
 	mu sync.Mutex
 	// byExpiry holds the signatures by expiry (micros), so that a purge
@@ -99,8 +100,8 @@ func (x *sigIndex) purgeLocked(now int64) {
 
 // syncSignatures reads into the index the log rows it has not seen, once a
 // transaction: those of another process, or, after a start, every row not
-// expired. A commit of this process adds its own rows (logSignatures), and
-// should the next transaction begin first, it reads them here instead.
+// expired. A commit of this process adds its own row (sigBatch.Flush), and
+// should the next transaction begin first, it reads it here instead.
 func (tx *Tx) syncSignatures(ctx context.Context) error {
 	if tx.sigsSynced {
 		return nil
@@ -129,9 +130,7 @@ func (tx *Tx) syncSignatures(ctx context.Context) error {
 			if err := rows.Scan(&id, &blob); err != nil {
 				return fmt.Errorf("store: read signatures: %w", err)
 			}
-			if err := x.readEntries(id, blob, now); err != nil {
-				return err
-			}
+			x.readEntries(id, blob, now)
 		}
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("store: read signatures: %w", err)
@@ -193,14 +192,14 @@ func (b *sigBatch) Flush(ctx context.Context, tx *Tx) error {
 	}
 	entries := make([]sigEntry, 0, len(b.pending))
 	blob := make([]byte, 0, len(b.pending)*sigEntrySize)
-	var last int64 // the row's expiry: its last entry's, so a purge keeps every one until it expires
+	var latest int64 // the row's expiry, so that a purge keeps every entry until it expires
 	for e := range b.pending {
 		entries = append(entries, e)
 		blob = binary.BigEndian.AppendUint64(blob, uint64(e.expires))
 		blob = append(blob, e.sig[:]...)
-		last = max(last, e.expires)
+		latest = max(latest, e.expires)
 	}
-	res, err := tx.exec(ctx, `INSERT INTO seen_signatures (expires_at, entries) VALUES (?, ?)`, last, blob)
+	res, err := tx.exec(ctx, `INSERT INTO seen_signatures (expires_at, entries) VALUES (?, ?)`, latest, blob)
 	if err != nil {
 		return fmt.Errorf("store: record signatures: %w", err)
 	}
@@ -221,10 +220,14 @@ func (b *sigBatch) Flush(ctx context.Context, tx *Tx) error {
 }
 
 // readEntries adds the entries of a log row to the index, those not
-// expired at now.
-func (x *sigIndex) readEntries(id int64, blob []byte, now int64) error {
+// expired at now. A row that is not whole entries (damaged, or edited by
+// hand) is logged and passed over: refusing it would fail every signed
+// write until it expired.
+func (x *sigIndex) readEntries(id int64, blob []byte, now int64) {
+	x.lastID = max(x.lastID, id)
 	if len(blob)%sigEntrySize != 0 {
-		return fmt.Errorf("store: signatures log row %d: %d bytes, not whole entries", id, len(blob))
+		slog.Warn("store: signatures log row passed over: not whole entries", "id", id, "bytes", len(blob))
+		return
 	}
 	for ; len(blob) > 0; blob = blob[sigEntrySize:] {
 		e := sigEntry{expires: int64(binary.BigEndian.Uint64(blob))}
@@ -233,6 +236,4 @@ func (x *sigIndex) readEntries(id int64, blob []byte, now int64) error {
 			x.addLocked(e)
 		}
 	}
-	x.lastID = max(x.lastID, id)
-	return nil
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/binary"
 	"path/filepath"
 	"testing"
 	"time"
@@ -102,23 +103,46 @@ func TestSQLiteSignatureLogMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	insert(`INSERT INTO seen_signatures (expires_at, sig) VALUES (?, CAST('before-00024____' AS BLOB))`, later)
+	// A last row, purged: the counter stays past the ids left.
+	insert(`INSERT INTO seen_signatures (expires_at, sig) VALUES (?, CAST('purged__________' AS BLOB))`, later)
+	if err := db.Exec(ctx, `DELETE FROM seen_signatures WHERE sig = CAST('purged__________' AS BLOB)`); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.MigrateTo(ctx, 24); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.MigrateDownTo(ctx, 23); err != nil { // and back: the entries as they were
+	var seq int64
+	if err := db.QueryRow(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'seen_signatures'`).Scan(&seq); err != nil || seq != 3 {
+		t.Errorf("after 00024 the log's next id follows %d (%v); want 3, the purged row's", seq, err)
+	}
+	// A transaction's row with two entries, as the store writes them.
+	row := func(exp time.Time, sig string) []byte {
+		return append(binary.BigEndian.AppendUint64(nil, uint64(exp.UnixMicro())), sig...)
+	}
+	if err := db.Exec(ctx, `INSERT INTO seen_signatures (expires_at, entries) VALUES (?, ?)`, later.UnixMicro(),
+		append(row(exp, "two-a___________"), row(later, "two-b___________")...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.MigrateDownTo(ctx, 23); err != nil { // and back: each entry a row, as it was
 		t.Fatal(err)
 	}
 	var n int
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM seen_signatures WHERE (expires_at = ? AND sig = CAST('before-00023____' AS BLOB))
-		OR (expires_at = ? AND sig = CAST('before-00024____' AS BLOB))`, exp.UnixMicro(), later.UnixMicro()).Scan(&n); err != nil || n != 2 {
-		t.Fatalf("00024 undone: %d of the 2 signatures as they were (%v)", n, err)
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM seen_signatures WHERE (expires_at = ? AND sig IN (CAST('before-00023____' AS BLOB), CAST('two-a___________' AS BLOB)))
+		OR (expires_at = ? AND sig IN (CAST('before-00024____' AS BLOB), CAST('two-b___________' AS BLOB)))`,
+		exp.UnixMicro(), later.UnixMicro()).Scan(&n); err != nil || n != 4 {
+		t.Fatalf("00024 undone: %d of the 4 signatures as they were (%v)", n, err)
 	}
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for name, exp := range map[string]time.Time{"before-00023____": exp, "before-00024____": later} {
+	if err := db.Exec(ctx, `INSERT INTO seen_signatures (expires_at, entries) VALUES (?, ?)`, later.UnixMicro(),
+		append(row(exp, "three-a_________"), row(later, "three-b_________")...)); err != nil {
+		t.Fatal(err)
+	}
+	for name, exp := range map[string]time.Time{"before-00023____": exp, "before-00024____": later, "two-a___________": exp,
+		"two-b___________": later, "three-a_________": exp, "three-b_________": later} {
 		if err := db.RecordSignature(ctx, &parley.SignedWrite{Key: []byte(name), Expires: exp}); err != parley.ErrReplayed {
-			t.Errorf("the copy of a write recorded %s: %v, want it refused as replayed", name[:12], err)
+			t.Errorf("the copy of a write recorded as %s: %v, want it refused as replayed", name, err)
 		}
 	}
 	if err := db.RecordSignature(ctx, &parley.SignedWrite{Key: []byte("after-00024_____"), Expires: exp}); err != nil {

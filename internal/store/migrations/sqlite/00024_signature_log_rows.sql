@@ -4,7 +4,9 @@
 -- (micros, big-endian) then the signature, and the latest of those
 -- expiries, by which the purge deletes it. A row per signature cost the
 -- single writer a B-tree insert, its index entry and its binding each.
--- Ids are kept, so AUTOINCREMENT goes on past every id already read.
+-- Ids are kept, and so is the table's AUTOINCREMENT counter, which may be
+-- past them all (a purge empties the log): a new row's id is never one
+-- an index has read.
 
 -- +goose Up
 CREATE TABLE seen_signatures_rows (
@@ -14,6 +16,8 @@ CREATE TABLE seen_signatures_rows (
 );
 INSERT INTO seen_signatures_rows (id, expires_at, entries)
 SELECT id, expires_at, unhex(printf('%016X', expires_at) || hex(sig)) FROM seen_signatures ORDER BY id;
+DELETE FROM sqlite_sequence WHERE name = 'seen_signatures_rows';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'seen_signatures_rows', seq FROM sqlite_sequence WHERE name = 'seen_signatures';
 DROP TABLE seen_signatures;
 ALTER TABLE seen_signatures_rows RENAME TO seen_signatures;
 CREATE INDEX seen_signatures_expires ON seen_signatures (expires_at);

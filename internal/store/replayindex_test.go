@@ -149,3 +149,30 @@ func TestSQLiteSignatureLogMigration(t *testing.T) {
 		t.Errorf("a new signature: %v", err)
 	}
 }
+
+// TestSQLiteDamagedLogRow: a log row that is not whole entries (damaged,
+// or edited by hand) is passed over, not a failure of every signed write
+// until it expires (D2).
+func TestSQLiteDamagedLogRow(t *testing.T) {
+	t.Parallel()
+	if apitest.Engine() != "sqlite" {
+		t.Skip("PostgreSQL has no log")
+	}
+	ctx := t.Context()
+	db, err := app.OpenDB(ctx, apitest.DatabaseURL(t, t.TempDir()), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	exp := time.Now().Add(time.Minute)
+	if err := db.Exec(ctx, `INSERT INTO seen_signatures (expires_at, entries) VALUES (?, CAST('23 bytes, not 24 ______' AS BLOB))`, exp.UnixMicro()); err != nil {
+		t.Fatal(err)
+	}
+	sw := func() *parley.SignedWrite { return &parley.SignedWrite{Key: []byte("after-the-damage"), Expires: exp} }
+	if err := db.RecordSignature(ctx, sw()); err != nil {
+		t.Fatalf("a signed write after a damaged row: %v", err)
+	}
+	if err := db.RecordSignature(ctx, sw()); err != parley.ErrReplayed {
+		t.Errorf("its copy: %v, want it refused as replayed", err)
+	}
+}

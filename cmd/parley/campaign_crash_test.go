@@ -24,7 +24,9 @@ func TestKillMidCampaign(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for River's job rescuer")
 	}
+	t.Parallel() // mostly idle, waiting for River's rescuer
 	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
 		nodeEnv, newClient := sqliteNodes(t)
 		killMidCampaign(t, nodeEnv, newClient, 1)
 	})
@@ -32,6 +34,7 @@ func TestKillMidCampaign(t *testing.T) {
 		if os.Getenv(apitest.EnvPostgresURL) == "" {
 			t.Skip("needs PostgreSQL: set " + apitest.EnvPostgresURL)
 		}
+		t.Parallel()
 		nodeEnv, newClient := setupNodes(t, apitest.PostgresURL(t))
 		killMidCampaign(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), newClient, 2)
 	})

@@ -87,6 +87,7 @@ func TestKillMidDrain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for River's job rescuer (about 40 s)")
 	}
+	t.Parallel() // mostly idle, waiting for River's rescuer
 	nodeEnv, newClient := sqliteNodes(t)
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--sim-delay", "10ms", "--job-rescue-after", "1s", "--workers", "20",
 		"--rate-limit", "0"} // 300 sends in a burst
@@ -178,6 +179,7 @@ func TestKillMidWebhookDelivery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for River's job rescuer")
 	}
+	t.Parallel() // mostly idle, waiting for River's rescuer
 	var mu sync.Mutex
 	receipts := map[string]int{}
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

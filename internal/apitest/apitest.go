@@ -43,7 +43,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	e := &Env{Ctx: context.Background(), now: time.Now().UTC()}
 	cfg := app.Config{
 		DataDir:   dir,
-		DB:        DatabaseURL(t, dir),
+		DB:        MigratedDatabaseURL(t, dir),
 		SecretKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		Now:       e.Now,
 	}

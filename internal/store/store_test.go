@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { apitest.Main(m) }
 // mustOpenDB returns a migrated, empty database of the engine under test.
 func mustOpenDB(t *testing.T) *store.DB {
 	t.Helper()
-	db, err := app.OpenDB(context.Background(), apitest.DatabaseURL(t, t.TempDir()), store.Options{})
+	db, err := app.OpenDB(context.Background(), apitest.MigratedDatabaseURL(t, t.TempDir()), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

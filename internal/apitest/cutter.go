@@ -12,7 +12,10 @@ import (
 
 // CommitCutter is a TCP proxy to PostgreSQL that, once armed, passes a
 // COMMIT on to the server and then cuts the client's connection before the
-// answer: the server commits, the client cannot know.
+// answer: the server commits, the client cannot know. With a marker, only
+// a COMMIT on a connection that sent the marker (a value the statement
+// under test binds) since its previous COMMIT is cut: a whole app commits
+// other work (River, its sweeps) through the proxy too.
 type CommitCutter struct {
 	// URL reaches the database through the proxy.
 	URL string
@@ -20,8 +23,9 @@ type CommitCutter struct {
 	Armed atomic.Bool
 }
 
-// NewCommitCutter starts a CommitCutter to the PostgreSQL of dbURL.
-func NewCommitCutter(t testing.TB, dbURL string) *CommitCutter {
+// NewCommitCutter starts a CommitCutter to the PostgreSQL of dbURL that
+// cuts after marker ("": after any statement).
+func NewCommitCutter(t testing.TB, dbURL, marker string) *CommitCutter {
 	u, err := neturl.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +38,7 @@ func NewCommitCutter(t testing.TB, dbURL string) *CommitCutter {
 	t.Cleanup(func() { ln.Close() })
 	u.Host = ln.Addr().String()
 	p := &CommitCutter{URL: u.String()}
+	mark := bytes.ToLower([]byte(marker))
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -50,16 +55,22 @@ func NewCommitCutter(t testing.TB, dbURL string) *CommitCutter {
 				defer up.Close()
 				defer c.Close()
 				buf := make([]byte, 64<<10)
+				marked := marker == ""
 				for {
 					n, err := c.Read(buf)
 					if n > 0 {
 						if _, werr := up.Write(buf[:n]); werr != nil {
 							return
 						}
-						if bytes.Contains(bytes.ToLower(buf[:n]), []byte("commit")) && p.Armed.CompareAndSwap(true, false) {
-							c.Close()                          // the client hears nothing more
-							time.Sleep(200 * time.Millisecond) // while the server commits
-							return
+						msg := bytes.ToLower(buf[:n])
+						marked = marked || bytes.Contains(msg, mark)
+						if bytes.Contains(msg, []byte("commit")) {
+							if marked && p.Armed.CompareAndSwap(true, false) {
+								c.Close()                          // the client hears nothing more
+								time.Sleep(200 * time.Millisecond) // while the server commits
+								return
+							}
+							marked = marker == ""
 						}
 					}
 					if err != nil {

@@ -941,7 +941,7 @@ func TestUploadCommitLost(t *testing.T) {
 	}
 	var cut *apitest.CommitCutter
 	e := apitest.New(t, func(c *app.Config) {
-		cut = apitest.NewCommitCutter(t, c.DB)
+		cut = apitest.NewCommitCutter(t, c.DB, "pixel.png") // the upload's INSERT binds its name
 		c.DB = cut.URL
 	})
 	hardSend(t, e, "GET", "/api/v1/brand", "") // the credential's last use is written now, not in the upload

@@ -1086,7 +1086,7 @@ func TestWithGroupTxCommitLost(t *testing.T) {
 	if _, err := direct.Writer().ExecContext(t.Context(), `CREATE TABLE lost_writes (v INT)`); err != nil {
 		t.Fatal(err)
 	}
-	p := apitest.NewCommitCutter(t, url)
+	p := apitest.NewCommitCutter(t, url, "")
 	db, err := store.Open(t.Context(), p.URL, store.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -159,11 +159,7 @@ func TestSQLiteDamagedLogRow(t *testing.T) {
 		t.Skip("PostgreSQL has no log")
 	}
 	ctx := t.Context()
-	db, err := app.OpenDB(ctx, apitest.DatabaseURL(t, t.TempDir()), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := mustOpenDB(t)
 	exp := time.Now().Add(time.Minute)
 	if err := db.Exec(ctx, `INSERT INTO seen_signatures (expires_at, entries) VALUES (?, CAST('23 bytes, not 24 ______' AS BLOB))`, exp.UnixMicro()); err != nil {
 		t.Fatal(err)

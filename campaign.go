@@ -33,6 +33,10 @@ type Campaign struct {
 	CompletedAt    *Time         `json:"completed_at"`
 	DateCreated    Time          `json:"date_created"`
 	Stats          CampaignStats `json:"stats"`
+	// CancelReason says why the server canceled the campaign: its segment
+	// could not be evaluated at send_at (issue #31). Null otherwise,
+	// a cancel through the API included.
+	CancelReason *string `json:"cancel_reason"`
 }
 
 // CampaignStats counts a campaign's audience and messages (D16).

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Segment types (spec "Segment"; D14).
@@ -215,6 +217,9 @@ const (
 	// MaxExpandedCriteria bounds the criteria of a segment together with
 	// those of the segments it names (dimension 4), which its query inlines.
 	MaxExpandedCriteria = 200
+	// MaxCriterionText bounds a str_field_value in characters (D14): a
+	// CONTAINS of a long text over every contact costs seconds.
+	MaxCriterionText = 1024
 	// MaxDays bounds N of IN_LAST_DAYS, MORE_THAN_DAYS_AGO and
 	// ANNIVERSARY_WITHIN_DAYS (about 270 years).
 	MaxDays = 100000
@@ -265,19 +270,66 @@ func ValidateCriteria(criteria []SegmentCriterion, sc CriteriaScope) error {
 		}
 	}
 	// Membership: every segment named, and what it names in turn, must be
-	// the brand's, and the chain must not lead back to Self.
+	// the brand's, and the chain must not lead back to Self; the criteria
+	// of the whole expansion count against MaxExpandedCriteria.
+	x := newExpansion(sc)
+	total := len(criteria)
 	for i, c := range criteria {
 		if c.Attribute.DimensionType != DimensionSegment {
 			continue
 		}
 		at := "criteria[" + strconv.Itoa(i) + "].int_field_value"
-		n, err := expand(*c.IntFieldValue, sc, map[int64]bool{sc.Self: true})
+		n, err := x.segment(*c.IntFieldValue)
 		if err != nil {
 			return FieldError(EValidation, at, err.Error())
 		}
-		if n+len(criteria) > MaxExpandedCriteria {
-			return FieldError(EValidation, at, "the segments it names hold more than "+
-				strconv.Itoa(MaxExpandedCriteria)+" criteria in all")
+		if total += n; total > MaxExpandedCriteria {
+			return FieldError(EValidation, at, overLimit)
+		}
+	}
+	return nil
+}
+
+// overLimit is the rule a segment breaks whose expansion passes
+// MaxExpandedCriteria (D14).
+var overLimit = "with the criteria of the segments named, at every depth, more than " +
+	strconv.Itoa(MaxExpandedCriteria) + " criteria in all (D14)"
+
+// ExpandedCriteria counts criteria as D14's limit does: each criterion 1,
+// and each membership criterion also the criteria of the segment it
+// names, recursively, as often as named (a POINT IN TIME segment counts
+// 1). The count stops once it passes MaxExpandedCriteria (it then returns
+// MaxExpandedCriteria+1), so a chain that would expand to millions costs
+// a few hundred steps. A segment named that is not in sc, a cycle, or a
+// named segment whose criteria no longer hold is an error.
+func ExpandedCriteria(criteria []SegmentCriterion, sc CriteriaScope) (int, error) {
+	return newExpansion(sc).criteria(criteria)
+}
+
+// CheckReferrers checks a change of segment id, before → after (the
+// brand's segments as stored, and with the change): a segment that names
+// id, at any depth, and was within MaxExpandedCriteria before must stay
+// within it after (D14). member is the member the change came through
+// (criteria, type), for the error.
+func CheckReferrers(id int64, before, after CriteriaScope, member string) error {
+	before.Self, after.Self = 0, 0 // each referrer is counted from itself
+	xb, xa := newExpansion(before), newExpansion(after)
+	ids := make([]int64, 0, len(after.Segments))
+	for sid := range after.Segments {
+		ids = append(ids, sid)
+	}
+	slices.Sort(ids) // the same error for the same change
+	for _, sid := range ids {
+		if sid == id || after.Segments[sid].Type == SegmentPointInTime {
+			continue
+		}
+		na, err := xa.segment(sid)
+		if err != nil || na <= MaxExpandedCriteria {
+			continue // unusable for another reason, or within the limit
+		}
+		if nb, err := xb.segment(sid); err == nil && nb <= MaxExpandedCriteria {
+			return FieldError(EValidation, member, "segment "+strconv.FormatInt(sid, 10)+
+				" names this segment and would hold, "+overLimit)
 		}
 	}
 	return nil
@@ -287,44 +339,73 @@ type ruleError string
 
 func (e ruleError) Error() string { return string(e) }
 
-// expand follows segment id through its membership criteria and returns
-// how many criteria the chain holds; path holds the segments on the way
-// there, so meeting one again is a cycle.
-func expand(id int64, sc CriteriaScope, path map[int64]bool) (int, error) {
-	if path[id] {
+// expansion counts the criteria that segments expand to (ExpandedCriteria),
+// each segment once: memo holds the count of each segment met, capped at
+// MaxExpandedCriteria+1; path holds the segments on the way to the current
+// one, so meeting one again is a cycle.
+type expansion struct {
+	sc   CriteriaScope
+	memo map[int64]int
+	path map[int64]bool
+}
+
+func newExpansion(sc CriteriaScope) *expansion {
+	x := &expansion{sc: sc, memo: map[int64]int{}, path: map[int64]bool{}}
+	if sc.Self != 0 {
+		x.path[sc.Self] = true
+	}
+	return x
+}
+
+// segment returns the count of segment id as a membership criterion names
+// it: 1 for POINT IN TIME, else its criteria expanded.
+func (x *expansion) segment(id int64) (int, error) {
+	if x.path[id] {
 		return 0, ruleError("segment " + strconv.FormatInt(id, 10) + " leads back to this segment (a cycle)")
 	}
-	seg := sc.Segments[id]
+	if n, ok := x.memo[id]; ok {
+		return n, nil
+	}
+	seg := x.sc.Segments[id]
 	if seg == nil {
 		return 0, ruleError("segment " + strconv.FormatInt(id, 10) + " not found")
 	}
 	if seg.Type == SegmentPointInTime {
 		return 1, nil // its frozen members are read, not its criteria
 	}
-	path[id] = true
-	defer delete(path, id)
-	n := len(seg.Criteria)
+	x.path[id] = true
+	defer delete(x.path, id)
 	// Its query is inlined into this one, so its criteria must hold today
 	// (a field may have been deleted since it was saved).
 	for j := range seg.Criteria {
-		if err := validateCriterion(j, &seg.Criteria[j], sc); err != nil {
+		if err := validateCriterion(j, &seg.Criteria[j], x.sc); err != nil {
 			return 0, ruleError("segment " + strconv.FormatInt(id, 10) + ": " + err.(*Error).Message)
 		}
 	}
-	for _, c := range seg.Criteria {
-		if c.Attribute.DimensionType != DimensionSegment {
+	n, err := x.criteria(seg.Criteria)
+	if err != nil {
+		return 0, err
+	}
+	x.memo[id] = n
+	return n, nil
+}
+
+func (x *expansion) criteria(cs []SegmentCriterion) (int, error) {
+	n := len(cs)
+	for _, c := range cs {
+		if n > MaxExpandedCriteria {
+			break
+		}
+		if c.Attribute.DimensionType != DimensionSegment || c.IntFieldValue == nil {
 			continue
 		}
-		m, err := expand(*c.IntFieldValue, sc, path)
+		m, err := x.segment(*c.IntFieldValue)
 		if err != nil {
 			return 0, err
 		}
 		n += m
-		if n > MaxExpandedCriteria {
-			return n, nil
-		}
 	}
-	return n, nil
+	return min(n, MaxExpandedCriteria+1), nil
 }
 
 func validateCriterion(i int, c *SegmentCriterion, sc CriteriaScope) error {
@@ -423,6 +504,10 @@ func checkValueMember(c *SegmentCriterion, typ int64, bad func(member, rule stri
 	case want == "int_field_value" && c.OperatorType >= OpInLastDays:
 		if n := *c.IntFieldValue; n < 0 || n > MaxDays {
 			return bad(want, "must be a number of days between 0 and "+strconv.Itoa(MaxDays))
+		}
+	case want == "str_field_value":
+		if n := utf8.RuneCountInString(*c.StrFieldValue); n > MaxCriterionText {
+			return bad(want, "at most "+strconv.Itoa(MaxCriterionText)+" characters ("+strconv.Itoa(n)+" given)")
 		}
 	case want == "float_field_value":
 		if f := *c.FloatFieldValue; math.IsNaN(f) || math.IsInf(f, 0) {

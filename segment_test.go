@@ -1,6 +1,8 @@
 package parley_test
 
 import (
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley"
@@ -138,5 +140,129 @@ func TestValidateCriteriaBounds(t *testing.T) {
 	}
 	if err := parley.ValidateCriteria(many, scope()); parley.ErrorCode(err) != parley.EValidation {
 		t.Errorf("%d criteria: %v, want validation_error", len(many), err)
+	}
+}
+
+// member is a membership criterion naming segment id (dimension 4).
+func member(id int64) parley.SegmentCriterion {
+	return with(crit(4, "", 1, 1), func(c *parley.SegmentCriterion) { c.IntFieldValue = ptr(id) })
+}
+
+func repeat(c parley.SegmentCriterion, n int) []parley.SegmentCriterion {
+	out := make([]parley.SegmentCriterion, n)
+	for i := range out {
+		out[i] = c
+	}
+	return out
+}
+
+// ladder is issue #31's L1…L4: each of 50 criteria naming the level
+// below, L1 of 50 plain criteria; L4 expands to about 6.4 million.
+func ladder() parley.CriteriaScope {
+	sc := parley.CriteriaScope{Fields: map[string]int64{}, Segments: map[int64]*parley.Segment{
+		1: {ID: 1, Type: "STANDARD", Criteria: repeat(crit(1, "city", 3, 10), 50)},
+	}}
+	for id := int64(2); id <= 4; id++ {
+		sc.Segments[id] = &parley.Segment{ID: id, Type: "STANDARD", Criteria: repeat(member(id-1), 50)}
+	}
+	return sc
+}
+
+// TestExpandedCriteria: D14's count, each membership criterion with the
+// criteria of the segment it names, as often as named, POINT IN TIME 1;
+// it stops once past the limit (issue #31 item 1).
+func TestExpandedCriteria(t *testing.T) {
+	sc := ladder()
+	sc.Segments[5] = &parley.Segment{ID: 5, Type: "STANDARD", Criteria: repeat(crit(1, "city", 3, 10), 3)}
+	sc.Segments[6] = &parley.Segment{ID: 6, Type: "POINT IN TIME", Criteria: repeat(member(4), 50)}
+	for _, tc := range []struct {
+		name     string
+		criteria []parley.SegmentCriterion
+		want     int
+	}{
+		{"plain", repeat(crit(1, "city", 3, 10), 7), 7},
+		{"L1 once", []parley.SegmentCriterion{member(1)}, 51},
+		{"three criteria named 50 times", repeat(member(5), 50), 200},
+		{"the same, once more", append(repeat(member(5), 50), member(5)), parley.MaxExpandedCriteria + 1},
+		{"L4 stops at the limit", []parley.SegmentCriterion{member(4)}, parley.MaxExpandedCriteria + 1},
+		{"POINT IN TIME counts 1", repeat(member(6), 10), 20},
+	} {
+		got, err := parley.ExpandedCriteria(tc.criteria, sc)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+	// The per-criterion check of old let 50 criteria each naming a
+	// segment of 4 through (4 + 50 ≤ 200 each): the sum is what counts.
+	sc.Segments[7] = &parley.Segment{ID: 7, Type: "STANDARD", Criteria: repeat(crit(1, "city", 3, 10), 4)}
+	err := parley.ValidateCriteria(repeat(member(7), 50), sc)
+	if parley.ErrorCode(err) != parley.EValidation || !strings.Contains(err.Error(), "criteria[37].int_field_value") {
+		t.Errorf("50 × (1 + 4) criteria: %v, want validation_error at criteria[37] (50 + 38 × 4 > 200)", err)
+	}
+	if err := parley.ValidateCriteria([]parley.SegmentCriterion{member(4)}, sc); parley.ErrorCode(err) != parley.EValidation {
+		t.Errorf("naming L4: %v, want validation_error", err)
+	}
+}
+
+// TestExpandedCriteriaCost: a wide, deep lattice of segments (each of 50
+// criteria naming the one below, 60 levels: 50^60 criteria expanded) is
+// counted in a few hundred steps, memoised and stopped at the limit.
+func TestExpandedCriteriaCost(t *testing.T) {
+	sc := parley.CriteriaScope{Fields: map[string]int64{}, Segments: map[int64]*parley.Segment{
+		1: {ID: 1, Type: "STANDARD"}, // empty: a criterion naming it counts 1
+	}}
+	for id := int64(2); id <= 60; id++ {
+		sc.Segments[id] = &parley.Segment{ID: id, Type: "STANDARD", Criteria: repeat(member(id-1), 50)}
+	}
+	n := testing.AllocsPerRun(5, func() {
+		if got, err := parley.ExpandedCriteria([]parley.SegmentCriterion{member(60)}, sc); err != nil || got != parley.MaxExpandedCriteria+1 {
+			t.Fatalf("%d, %v", got, err)
+		}
+	})
+	if n > 2000 {
+		t.Errorf("%v allocations to count a lattice: the count is not bounded", n)
+	}
+	// A cycle among stored segments is an error, not a loop.
+	sc.Segments[1].Criteria = []parley.SegmentCriterion{member(60)}
+	if _, err := parley.ExpandedCriteria([]parley.SegmentCriterion{member(2)}, sc); err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Errorf("cycle: %v", err)
+	}
+}
+
+// TestCheckReferrers: a change to a segment that others name is refused
+// when it pushes one of them over the limit (issue #31 item 1), and
+// allowed when that one was over already (so it can be repaired).
+func TestCheckReferrers(t *testing.T) {
+	before := parley.CriteriaScope{Fields: map[string]int64{}, Segments: map[int64]*parley.Segment{
+		1: {ID: 1, Type: "STANDARD"},
+		2: {ID: 2, Type: "STANDARD", Criteria: repeat(member(1), 50)},
+		3: {ID: 3, Type: "STANDARD", Criteria: repeat(member(2), 1)},
+	}}
+	after := parley.CriteriaScope{Fields: before.Fields, Segments: maps.Clone(before.Segments), Self: 1}
+	after.Segments[1] = &parley.Segment{ID: 1, Type: "STANDARD", Criteria: repeat(crit(1, "city", 3, 10), 4)}
+	err := parley.CheckReferrers(1, before, after, "criteria")
+	if parley.ErrorCode(err) != parley.EValidation || !strings.Contains(err.Error(), "segment 2 names this segment") {
+		t.Errorf("L1 made 4 criteria under a 50-wide L2: %v, want validation_error naming segment 2", err)
+	}
+	after.Segments[1] = &parley.Segment{ID: 1, Type: "STANDARD", Criteria: repeat(crit(1, "city", 3, 10), 2)}
+	if err := parley.CheckReferrers(1, before, after, "criteria"); err != nil {
+		t.Errorf("L1 made 2 criteria (L2 150, L3 151): %v", err)
+	}
+	// Over before: still over after does not block a change.
+	before.Segments[1] = after.Segments[1]
+	if err := parley.CheckReferrers(1, before, after, "criteria"); err != nil {
+		t.Errorf("unchanged count, a referrer over already: %v", err)
+	}
+}
+
+func TestCriterionTextBound(t *testing.T) {
+	ok := with(crit(1, "city", 3, 7), func(c *parley.SegmentCriterion) { c.StrFieldValue = ptr(strings.Repeat("é", 1024)) })
+	if err := parley.ValidateCriteria([]parley.SegmentCriterion{ok}, scope()); err != nil {
+		t.Errorf("1024 characters: %v", err)
+	}
+	long := with(ok, func(c *parley.SegmentCriterion) { c.StrFieldValue = ptr(strings.Repeat("a", 1025)) })
+	err := parley.ValidateCriteria([]parley.SegmentCriterion{ok, long}, scope())
+	if parley.ErrorCode(err) != parley.EValidation || !strings.Contains(err.Error(), "criteria[1].str_field_value: at most 1024 characters") {
+		t.Errorf("1025 characters: %v, want validation_error on criteria[1].str_field_value", err)
 	}
 }

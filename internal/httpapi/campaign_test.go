@@ -24,7 +24,7 @@ import (
 // The members of a Campaign and of its stats, exactly (D16, D1).
 var (
 	campMembers = []string{"id", "name", "segment_id", "body", "media_item_uuids", "type", "status",
-		"send_at", "started_at", "completed_at", "date_created", "stats"}
+		"send_at", "started_at", "completed_at", "date_created", "stats", "cancel_reason"}
 	campStatsMembers = []string{"recipients", "skipped_unsubscribed", "skipped_frequency_cap", "queued",
 		"sent", "delivered", "undelivered", "failed", "canceled"}
 )

@@ -10,12 +10,13 @@ import (
 
 // Members of a Campaign that a POST /campaigns body may not set (D4, D16).
 var campaignReadOnly = map[string]string{
-	"id":           "set by the server",
-	"status":       "set by the server: scheduled; POST /campaigns/{campaign_id}/cancel cancels",
-	"started_at":   "set by the server",
-	"completed_at": "set by the server",
-	"date_created": "set by the server",
-	"stats":        "computed by the server",
+	"id":            "set by the server",
+	"status":        "set by the server: scheduled; POST /campaigns/{campaign_id}/cancel cancels",
+	"started_at":    "set by the server",
+	"completed_at":  "set by the server",
+	"date_created":  "set by the server",
+	"stats":         "computed by the server",
+	"cancel_reason": "set by the server",
 }
 
 func (s *Server) createCampaign(w http.ResponseWriter, r *http.Request, req *request) error {

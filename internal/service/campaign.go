@@ -43,6 +43,11 @@ func (s *Service) CreateCampaign(ctx context.Context, o parley.Origin, brandID i
 		if seg.IsArchived {
 			return invalid("segment_id", "segment "+strconv.FormatInt(seg.ID, 10)+" is archived")
 		}
+		// A segment that count would refuse is refused here too (D14),
+		// not found out at send_at.
+		if _, err := usableSegment(ctx, tx, brandID, seg.ID); err != nil {
+			return unusableSegment(seg.ID, err)
+		}
 		if err := checkMedia(ctx, tx, brandID, c.MediaItemUUIDs); err != nil {
 			return err
 		}
@@ -59,6 +64,15 @@ func (s *Service) CreateCampaign(ctx context.Context, o parley.Origin, brandID i
 		return nil, err
 	}
 	return c, nil
+}
+
+// unusableSegment names segment_id in the error of a campaign's segment
+// that cannot be evaluated (usableSegment).
+func unusableSegment(id int64, err error) error {
+	if parley.ErrorCode(err) != parley.EValidation {
+		return err
+	}
+	return invalid("segment_id", "segment "+strconv.FormatInt(id, 10)+" cannot be evaluated: "+parley.ErrorMessage(err))
 }
 
 // checkCampaign applies the rules of D16 that need no database, with now
@@ -144,6 +158,13 @@ func (s *Service) ListCampaigns(ctx context.Context, brandID int64, f parley.Cam
 // event for each such message when an endpoint of the brand subscribes
 // (D11); the answer carries the stats as of that transaction.
 func (s *Service) CancelCampaign(ctx context.Context, o parley.Origin, brandID, id int64) (*parley.Campaign, error) {
+	return s.cancelCampaign(ctx, o, brandID, id, "")
+}
+
+// cancelCampaign cancels the campaign as CancelCampaign does; a why other
+// than "" is stored as its cancel_reason, in the same transaction, when
+// this call is the one that cancels it (the server's cancel, issue #31).
+func (s *Service) cancelCampaign(ctx context.Context, o parley.Origin, brandID, id int64, why string) (*parley.Campaign, error) {
 	var c *parley.Campaign
 	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
 		hooks, err := s.hooksFor(ctx, tx, brandID, parley.EventMessageFailed)
@@ -161,7 +182,8 @@ func (s *Service) CancelCampaign(ctx context.Context, o parley.Origin, brandID, 
 				return nil
 			}
 		}
-		c, _, err = tx.CancelCampaign(ctx, brandID, id, canceledReason, each)
+		var canceled bool
+		c, canceled, err = tx.CancelCampaign(ctx, brandID, id, canceledReason, each)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return parley.CampaignNotFound(id)
@@ -170,6 +192,12 @@ func (s *Service) CancelCampaign(ctx context.Context, o parley.Origin, brandID, 
 				"Campaign with ID [%d] has completed: every message was handed to the provider or failed, so there is nothing to cancel.", id)
 		case err != nil:
 			return err
+		}
+		if canceled && why != "" {
+			if err := tx.SetCampaignCancelReason(ctx, brandID, id, why); err != nil {
+				return err
+			}
+			c.CancelReason = &why
 		}
 		tx.Answer(c)
 		return nil

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -122,23 +124,31 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 		s.logger.Info("campaign: resolving", "brand_id", c.BrandID, "campaign_id", c.ID)
 		a := store.Audience{SegmentID: c.SegmentID}
 		var done bool
-		err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-			if err := tx.StartCampaign(ctx, c, a); err != nil {
+		err := guard(func() error {
+			// A segment that cannot be evaluated (D14: over the limit of
+			// expanded criteria, a field deleted, …) is found out before
+			// anything is written.
+			if _, err := usableSegment(ctx, s.db, c.BrandID, c.SegmentID); err != nil {
 				return err
 			}
-			// campaign.started says what the resolution will write.
-			c.Stats.Queued = c.Stats.Recipients - c.Stats.SkippedUnsubscribed - c.Stats.SkippedFrequencyCap
-			var err error
-			if _, done, err = tx.ResolveCampaignChunk(ctx, c, a, s.resolveChunk); err != nil {
-				return err
-			}
-			s.jobsOf(tx).Campaign(c.BrandID, c.ID)
-			return s.emit(ctx, tx, c.BrandID, parley.EventCampaignStarted, c)
+			return s.db.WithTx(ctx, func(tx *store.Tx) error {
+				if err := tx.StartCampaign(ctx, c, a); err != nil {
+					return err
+				}
+				// campaign.started says what the resolution will write.
+				c.Stats.Queued = c.Stats.Recipients - c.Stats.SkippedUnsubscribed - c.Stats.SkippedFrequencyCap
+				var err error
+				if _, done, err = tx.ResolveCampaignChunk(ctx, c, a, s.resolveChunk); err != nil {
+					return err
+				}
+				s.jobsOf(tx).Campaign(c.BrandID, c.ID)
+				return s.emit(ctx, tx, c.BrandID, parley.EventCampaignStarted, c)
+			})
 		})
 		switch {
 		case errors.Is(err, store.ErrCampaignNotScheduled): // another node, or canceled
-		case errors.Is(err, store.ErrNotFound):
-			s.logger.Warn("campaigns: campaign or segment not found", "brand_id", c.BrandID, "campaign_id", c.ID)
+		case unresolvable(err):
+			s.endUnresolvable(ctx, c, err)
 		case err != nil:
 			// One campaign that cannot be resolved now must not hold up
 			// the others due in the same tick.
@@ -150,7 +160,9 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 				"recipients", c.Stats.Recipients)
 			if done {
 				s.resolved(ctx, c)
-			} else if err := s.resolveChunks(ctx, c); err != nil {
+			} else if err := guard(func() error { return s.resolveChunks(ctx, c) }); unresolvable(err) {
+				s.endUnresolvable(ctx, c, err)
+			} else if err != nil {
 				// The next tick resumes it (ResolvingCampaigns).
 				s.logger.Warn("campaigns: resolving a campaign", "brand_id", c.BrandID, "campaign_id", c.ID, "error", err)
 				failed = cmp.Or(failed, err)
@@ -164,7 +176,9 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 		return n, cmp.Or(failed, err)
 	}
 	for _, c := range resuming {
-		if err := s.resolveChunks(ctx, c); err != nil {
+		if err := guard(func() error { return s.resolveChunks(ctx, c) }); unresolvable(err) {
+			s.endUnresolvable(ctx, c, err)
+		} else if err != nil {
 			s.logger.Warn("campaigns: resuming a resolution", "brand_id", c.BrandID, "campaign_id", c.ID, "error", err)
 			failed = cmp.Or(failed, err)
 		}
@@ -191,15 +205,59 @@ func (s *Service) resolveChunks(ctx context.Context, c *parley.Campaign) error {
 		switch {
 		case errors.Is(err, store.ErrCampaignNotResolving):
 			return nil
-		case errors.Is(err, store.ErrNotFound):
-			s.logger.Warn("campaigns: segment not found while resolving", "brand_id", c.BrandID, "campaign_id", c.ID)
-			return nil
 		case err != nil:
-			return err
+			return err // unresolvable ones are canceled by the caller
 		case done:
 			s.resolved(ctx, c)
 			return nil
 		}
+	}
+}
+
+// errResolvePanic is a resolution that panicked: whatever stored row
+// caused it would cause it again at every tick, on every node.
+type errResolvePanic struct{ v any }
+
+func (e errResolvePanic) Error() string { return fmt.Sprint("campaigns: resolution panicked: ", e.v) }
+
+// guard runs fn and turns its panic into errResolvePanic, so that no
+// stored campaign can take a node down, again at each restart.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = errResolvePanic{p}
+		}
+	}()
+	return fn()
+}
+
+// unresolvable reports whether err means the campaign's segment cannot be
+// resolved as stored, so that trying again would fail the same way
+// forever: the segment is refused by D14's rules (its limit of expanded
+// criteria included) or is gone, or the resolution panicked.
+func unresolvable(err error) bool {
+	var p errResolvePanic
+	code := parley.ErrorCode(err)
+	return code == parley.EValidation || code == parley.ESegmentNotFound || errors.Is(err, store.ErrNotFound) ||
+		errors.As(err, &p)
+}
+
+// endUnresolvable cancels campaign c, whose segment cannot be resolved
+// (unresolvable), with the reason as its cancel_reason: a canceled
+// campaign is never tried again, and the brand can read why.
+func (s *Service) endUnresolvable(ctx context.Context, c *parley.Campaign, err error) {
+	why := parley.ErrorMessage(err)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		why = "segment " + strconv.FormatInt(c.SegmentID, 10) + " not found"
+	case parley.ErrorCode(err) == parley.EInternal:
+		why = "an internal error (see the server's log)"
+	}
+	why = "The campaign's segment could not be resolved at send_at: " + why
+	s.logger.Error("campaigns: canceled: its segment cannot be resolved", "brand_id", c.BrandID, "campaign_id", c.ID,
+		"segment_id", c.SegmentID, "error", err.Error())
+	if _, cerr := s.cancelCampaign(ctx, parley.Origin{}, c.BrandID, c.ID, why); cerr != nil && ctx.Err() == nil {
+		s.logger.Warn("campaigns: canceling an unresolvable campaign", "brand_id", c.BrandID, "campaign_id", c.ID, "error", cerr)
 	}
 }
 

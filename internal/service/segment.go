@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"maps"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -50,6 +51,24 @@ func checkCriteria(ctx context.Context, r scopeReader, brandID, self int64, crit
 		return err
 	}
 	return parley.ValidateCriteria(criteria, sc)
+}
+
+// checkReferrers refuses a change of seg (its criteria or type) that
+// would push a segment naming it, at any depth, over D14's limit of
+// expanded criteria: that segment would be refused at every use after.
+func checkReferrers(ctx context.Context, r scopeReader, brandID int64, seg *parley.Segment, criteria bool) error {
+	before, err := criteriaScope(ctx, r, brandID, 0)
+	if err != nil {
+		return err
+	}
+	after := before
+	after.Segments = maps.Clone(before.Segments)
+	after.Segments[seg.ID] = seg
+	member := "type"
+	if criteria {
+		member = "criteria"
+	}
+	return parley.CheckReferrers(seg.ID, before, after, member)
 }
 
 // CheckCriteria checks criteria for a segment of the brand (self: its id,
@@ -203,6 +222,9 @@ func (s *Service) UpdateSegment(ctx context.Context, o parley.Origin, brandID, i
 			if err := checkCriteria(ctx, tx, brandID, id, seg.Criteria); err != nil {
 				return err
 			}
+			if err := checkReferrers(ctx, tx, brandID, seg, in.Criteria.Set); err != nil {
+				return err
+			}
 		}
 		if !in.Name.Set && !in.Description.Set && !in.Type.Set && !in.Criteria.Set && !in.ColorID.Set && !in.IsPinned.Set {
 			tx.Answer(seg) // nothing to change: date_last_updated stays
@@ -265,18 +287,40 @@ func (s *Service) ArchiveSegment(ctx context.Context, o parley.Origin, brandID, 
 	return seg, nil
 }
 
-// segmentAudience checks a stored segment before it is evaluated: its
-// criteria must hold against today's fields and segments (a field may have
-// been deleted since). A POINT IN TIME segment reads its frozen members.
+// segmentReader reads a stored segment and what its criteria are checked
+// against: the database, or a transaction.
+type segmentReader interface {
+	scopeReader
+	FindSegment(ctx context.Context, brandID, id int64) (*parley.Segment, error)
+}
+
+// usableSegment returns the brand's segment if it can be evaluated now:
+// its criteria hold against today's fields and segments (a field may have
+// been deleted since) and, with those of the segments it names, number at
+// most parley.MaxExpandedCriteria (D14). Every use of a stored segment
+// goes through it: count, users, export, campaign create and start, and
+// flows (D21) when they come. ESegmentNotFound, EValidation.
+func usableSegment(ctx context.Context, r segmentReader, brandID, id int64) (*parley.Segment, error) {
+	seg, err := r.FindSegment(ctx, brandID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, parley.SegmentNotFound(id)
+	} else if err != nil {
+		return nil, err
+	}
+	if seg.Type != parley.SegmentPointInTime { // a frozen one reads its members
+		if err := checkCriteria(ctx, r, brandID, seg.ID, seg.Criteria); err != nil {
+			return nil, err
+		}
+	}
+	return seg, nil
+}
+
+// segmentAudience is the audience of a stored segment that can be
+// evaluated now (usableSegment).
 func (s *Service) segmentAudience(ctx context.Context, brandID, id int64) (store.Audience, error) {
-	seg, err := s.findSegment(ctx, brandID, id)
+	seg, err := usableSegment(ctx, s.db, brandID, id)
 	if err != nil {
 		return store.Audience{}, err
-	}
-	if seg.Type != parley.SegmentPointInTime {
-		if err := s.CheckCriteria(ctx, brandID, seg.ID, seg.Criteria); err != nil {
-			return store.Audience{}, err
-		}
 	}
 	return store.Audience{SegmentID: seg.ID}, nil
 }

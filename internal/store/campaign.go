@@ -18,7 +18,7 @@ var ErrCampaignNotScheduled = errors.New("store: campaign is not scheduled")
 
 const campaignColumns = `id, brand_id, name, segment_id, body, media_item_uuids, type, status, send_at,
 	started_at, completed_at, date_created, recipients, skipped_unsubscribed, skipped_frequency_cap,
-	queued, sent, delivered, undelivered, failed, canceled`
+	queued, sent, delivered, undelivered, failed, canceled, cancel_reason`
 
 // campaignsFrom joins each campaign to its messages' counts (migration
 // 00021: triggers keep them as messages are written and change).
@@ -84,10 +84,11 @@ func scanCampaign(scan func(...any) error) (*parley.Campaign, error) {
 	var media string
 	var sendAt, created int64
 	var started, completed sql.NullInt64
+	var reason sql.NullString
 	if err := scan(&c.ID, &c.BrandID, &c.Name, &c.SegmentID, &c.Body, &media, &c.Type, &c.Status, &sendAt,
 		&started, &completed, &created, &c.Stats.Recipients, &c.Stats.SkippedUnsubscribed,
 		&c.Stats.SkippedFrequencyCap, &c.Stats.Queued, &c.Stats.Sent, &c.Stats.Delivered, &c.Stats.Undelivered,
-		&c.Stats.Failed, &c.Stats.Canceled); err != nil {
+		&c.Stats.Failed, &c.Stats.Canceled, &reason); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
@@ -98,6 +99,9 @@ func scanCampaign(scan func(...any) error) (*parley.Campaign, error) {
 	}
 	c.SendAt, c.DateCreated = parley.Time{Time: fromMicros(sendAt)}, parley.Time{Time: fromMicros(created)}
 	c.StartedAt, c.CompletedAt = nullTime(started), nullTime(completed)
+	if reason.Valid {
+		c.CancelReason = &reason.String
+	}
 	return &c, nil
 }
 

@@ -467,6 +467,14 @@ func (db *DB) withTx(ctx context.Context, o parley.Origin, fn func(tx *Tx) error
 		return fmt.Errorf("store: begin: %w", err)
 	}
 	tx := &Tx{tx: sqlTx, now: db.Now().UTC().Truncate(time.Microsecond), db: db, origin: o}
+	defer func() {
+		// A caller that recovers a panic of fn (the campaign scheduler)
+		// must not be left holding the writer.
+		if p := recover(); p != nil {
+			sqlTx.Rollback()
+			panic(p)
+		}
+	}()
 	sw := unrecorded(o)
 	if sw != nil {
 		if err := tx.recordSignature(ctx, sw); err != nil {

@@ -97,6 +97,19 @@ type compiler struct {
 	today    time.Time // midnight UTC of the clock's day
 	segments map[int64]*parley.Segment
 	visiting map[int64]bool
+	// compiled counts the criteria written so far, as D14's limit counts
+	// them: a stored segment that expands past parley.MaxExpandedCriteria
+	// (saved before the limit held) stops here, not after millions.
+	compiled int
+}
+
+// spend counts n criteria against D14's limit.
+func (c *compiler) spend(n int) error {
+	if c.compiled += n; c.compiled > parley.MaxExpandedCriteria {
+		return parley.FieldError(parley.EValidation, "criteria", "with the criteria of the segments named, at every depth, more than "+
+			strconv.Itoa(parley.MaxExpandedCriteria)+" criteria in all (D14)")
+	}
+	return nil
 }
 
 func (c *compiler) text(e expr) expr {
@@ -569,6 +582,9 @@ func (c *compiler) membership(w *sqlw, at string, cr *parley.SegmentCriterion) e
 		return parley.FieldError(parley.EValidation, at+".operator_type", "segment membership takes EQUALS or NOT_EQUALS")
 	}
 	if seg.Type == parley.SegmentPointInTime {
+		if err := c.spend(1); err != nil {
+			return err
+		}
 		w.s("(u.id IN (SELECT sm.user_id FROM segment_members sm WHERE sm.segment_id = ").a(id).s("))")
 		return nil
 	}
@@ -607,6 +623,9 @@ func (c *compiler) criteria(w *sqlw, cs []parley.SegmentCriterion) error {
 	if len(cs) == 0 {
 		w.s("(1 = 1)")
 		return nil
+	}
+	if err := c.spend(len(cs)); err != nil {
+		return err
 	}
 	type group struct {
 		num, cost int64

@@ -118,6 +118,11 @@ type Config struct {
 	// CampaignPoll is how often a worker node looks for campaigns whose
 	// send_at has come; 0 means 200 ms.
 	CampaignPoll time.Duration
+	// SegmentQueries is how many segment queries (count, users, preview)
+	// a brand runs at once on this node, and SegmentQueryWait how long one
+	// more waits before 429; 0 means service's defaults (issue #31).
+	SegmentQueries   int
+	SegmentQueryWait time.Duration
 	// SimDelay is how long the sim provider takes to report delivery; 0
 	// means 500 ms, a negative value means at once.
 	SimDelay time.Duration
@@ -254,6 +259,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Service.SetWebhooks(cfg.WebhookAllowPrivate, a.Metrics)
 	a.Service.SetUSSendingRules(!cfg.NoUSSendingRules)
 	a.Service.SetExtraction(cfg.Extractor, metrics.NewExtraction(a.Metrics))
+	a.Service.SetSegmentQueries(cfg.SegmentQueries, cfg.SegmentQueryWait)
 
 	var wc *jobs.WorkerConfig
 	if cfg.Role != "api" {

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/signing"
@@ -69,6 +71,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var pe *parley.Error
 	if errors.As(err, &pe) {
 		field = pe.Field
+	}
+	if d, ok := parley.RetryAfter(err); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.Seconds())))))
 	}
 	if code == parley.EInternal {
 		s.logger.LogAttrs(r.Context(), slog.LevelError, "internal error",

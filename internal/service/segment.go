@@ -326,12 +326,18 @@ func (s *Service) segmentAudience(ctx context.Context, brandID, id int64) (store
 }
 
 // CountSegment counts the live users of the brand's segment (GET
-// /segments/{id}/count). ESegmentNotFound, EValidation.
+// /segments/{id}/count). ESegmentNotFound, EValidation, ERateLimited
+// when the brand runs too many segment queries at once (segmentgate.go).
 func (s *Service) CountSegment(ctx context.Context, brandID, id int64) (*parley.SegmentCount, error) {
 	a, err := s.segmentAudience(ctx, brandID, id)
 	if err != nil {
 		return nil, err
 	}
+	release, err := s.segmentGate().enter(ctx, brandID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	at := s.db.Now().UTC()
 	n, err := s.db.CountAudience(ctx, brandID, a)
 	if err != nil {
@@ -353,6 +359,11 @@ func (s *Service) SegmentUsers(ctx context.Context, brandID, id int64, limit int
 	if err != nil {
 		return nil, "", err
 	}
+	release, err := s.segmentGate().enter(ctx, brandID)
+	if err != nil {
+		return nil, "", err
+	}
+	defer release()
 	// One more than the page tells whether a next page exists.
 	users, err := s.db.AudienceUsers(ctx, brandID, a, after, limit+1)
 	if err != nil {
@@ -373,6 +384,11 @@ func (s *Service) PreviewSegment(ctx context.Context, brandID int64, criteria []
 	if err := s.CheckCriteria(ctx, brandID, 0, criteria); err != nil {
 		return nil, err
 	}
+	release, err := s.segmentGate().enter(ctx, brandID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	a := store.Audience{Criteria: criteria}
 	n, err := s.db.CountAudience(ctx, brandID, a)
 	if err != nil {

@@ -77,6 +77,9 @@ type Service struct {
 	// usSendingRules intersects brands' sending windows with the US rules
 	// (D17); on unless the server runs with --us-sending-rules=false.
 	usSendingRules bool
+	// segGate bounds a brand's segment queries at once (segmentgate.go).
+	segGate     *segmentGate
+	segGateOnce sync.Once
 	// resolveChunk is the users a resolution transaction reads (SetResolveChunk).
 	resolveChunk int
 	// campaignBatch and staleClaim tune the campaign sender (SetCampaigns).

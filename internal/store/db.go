@@ -25,8 +25,10 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"golang.org/x/sync/semaphore"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -41,6 +43,11 @@ var migrations embed.FS
 type DB struct {
 	// splitMinIDs, when not 0, replaces the const of countSplit (tests).
 	splitMinIDs int64
+	// audience bounds the reader connections segment queries hold at once
+	// (audienceReaders).
+	audience     *semaphore.Weighted
+	audienceOnce sync.Once
+	audienceMax  int64
 	// write runs every transaction. On SQLite it holds a single connection:
 	// SQLite has one writer at a time, and queueing in the pool is cheaper than
 	// retrying SQLITE_BUSY.
@@ -136,6 +143,14 @@ func openPostgres(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	if cfg.ConnectTimeout == 0 {
 		// A database that does not answer must not hang requests.
 		cfg.ConnectTimeout = 5 * time.Second
+	}
+	// A canceled context (a request that ended) cancels the statement on
+	// the server, as SQLite's interrupt does: pgx's default only closes
+	// the connection, and the backend ran the query on to its end
+	// (issue #31 item 2). A server that does not answer the cancel within
+	// a second loses the connection, as before.
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
 	}
 	n := opt.MaxConns
 	if n == 0 {
@@ -591,7 +606,10 @@ func IsUnavailable(err error) bool {
 	if errors.As(err, &pe) {
 		// Class 08: connection exception; 57P01-03: the server is shutting down
 		// or starting up; 53: insufficient resources.
-		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "53")
+		// 57014: a statement canceled because its context ended (its
+		// request's time ran out), as context.DeadlineExceeded above.
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "53") ||
+			pe.Code == pgerrcode.QueryCanceled
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/parleyhq/parley"
 )
 
@@ -746,6 +748,30 @@ func (tx *Tx) AudienceFilter(ctx context.Context, brandID int64, a Audience) (st
 	return tx.db.audienceFilter(ctx, tx, brandID, a, tx.now)
 }
 
+// audienceReaders is the share of the reader pool that segment queries
+// may hold at once, all brands together: half of it, so that lookups
+// (GET /users?phone_number=, the API's reads) always find a connection
+// while the heaviest counts run (issue #31 item 2). An SQLite count in
+// parts (countSplit) holds one per part.
+func (db *DB) audienceReaders() (*semaphore.Weighted, int64) {
+	db.audienceOnce.Do(func() {
+		db.audienceMax = max(1, int64(db.read.Stats().MaxOpenConnections)/2)
+		db.audience = semaphore.NewWeighted(db.audienceMax)
+	})
+	return db.audience, db.audienceMax
+}
+
+// holdReaders waits, within ctx, for n of the segment queries' readers
+// (at most all of them) and returns how to give them back.
+func (db *DB) holdReaders(ctx context.Context, n int64) (func(), error) {
+	sem, most := db.audienceReaders()
+	n = min(n, most)
+	if err := sem.Acquire(ctx, n); err != nil {
+		return nil, err
+	}
+	return func() { sem.Release(n) }, nil
+}
+
 // CountAudience counts the brand's live users in a. A SegmentID of none
 // or another brand's is ErrNotFound; criteria that do not compile are an
 // EValidation *parley.Error naming the criterion.
@@ -757,6 +783,11 @@ func (db *DB) CountAudience(ctx context.Context, brandID int64, a Audience) (int
 	if db.engine == "sqlite" {
 		return db.countSplit(ctx, brandID, where, args)
 	}
+	release, err := db.holdReaders(ctx, 1)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
 	var n int64
 	if err := db.queryRow(ctx, `SELECT count(*) FROM users u WHERE `+where, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: count audience: %w", err)
@@ -792,6 +823,13 @@ func (db *DB) countSplit(ctx context.Context, brandID int64, where string, args 
 	if hi.Int64-lo.Int64 < minIDs {
 		parts = 1
 	}
+	_, most := db.audienceReaders()
+	parts = int(min(int64(parts), most))
+	release, err := db.holdReaders(ctx, int64(parts))
+	if err != nil {
+		return 0, err
+	}
+	defer release()
 	// The bounds also let the planner read the table itself by rowid
 	// between them (when the statistics say the brand owns most of the
 	// rows there), instead of walking users_brand_live_id and seeking every
@@ -853,6 +891,11 @@ func (db *DB) AudienceUsers(ctx context.Context, brandID int64, a Audience, afte
 		return nil, err
 	}
 	args = append(args, afterID, limit)
+	release, err := db.holdReaders(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	rows, err := db.query(ctx, `SELECT `+prefixed("u.", userColumns)+` FROM users u WHERE `+where+
 		` AND u.id > ? ORDER BY u.id LIMIT ?`, args...)
 	if err != nil {

@@ -464,7 +464,10 @@ func segmentCount(c *Ctx) error {
 		if c.Err() != nil {
 			return nil // a newer count replaced this one (live.js aborts it): no one reads the answer
 		}
-		if parley.ErrorCode(err) != parley.EValidation {
+		switch parley.ErrorCode(err) {
+		case parley.EValidation:
+		case parley.ERateLimited: // the brand's counts at once (issue #31): the next edit counts again
+		default:
 			return err
 		}
 		lc.Error, lc.Row = parley.ErrorMessage(err), criterionIndex(errField(err))

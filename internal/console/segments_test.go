@@ -7,8 +7,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/app"
 )
 
 // mustSegment creates a segment of brand A (or B) through the service.
@@ -272,5 +274,30 @@ func TestSegmentMembersPaged(t *testing.T) {
 	}
 	if got := w.get(fmt.Sprintf("/console/segments/%d/members?cursor=bad", seg.ID)); got.Status != http.StatusUnprocessableEntity {
 		t.Errorf("bad cursor: %d", got.Status)
+	}
+}
+
+// TestSegmentLiveCountBound: the live count is one of the brand's
+// segment queries (issue #31 item 2): with the brand's slots taken it
+// waits, then says so where the count goes; another brand counts on.
+func TestSegmentLiveCountBound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *app.Config) { c.SegmentQueries, c.SegmentQueryWait = 1, 50*time.Millisecond })
+	e.contact(t, false, "+14155550101", "Ada", "Lovelace", "", ptr(true))
+	w := e.signedIn(t, "admin@a.example")
+	release, err := e.App.Service.EnterSegmentQuery(e.Ctx, e.BrandA.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := w.post("/console/segments/count", builder(""))
+	if got.Status != http.StatusOK || !strings.Contains(got.Body, "Too many segment queries") {
+		t.Errorf("live count with the brand's slot taken: %d\n%s", got.Status, got.Body)
+	}
+	if got := e.signedIn(t, "admin@b.example").post("/console/segments/count", builder("")); !strings.Contains(got.Body, "matching contacts") {
+		t.Errorf("brand B's live count while brand A's slot is taken:\n%s", got.Body)
+	}
+	release()
+	if got := w.post("/console/segments/count", builder("")); !strings.Contains(got.Body, "<b>1</b> matching contacts") {
+		t.Errorf("live count once the slot is free:\n%s", got.Body)
 	}
 }

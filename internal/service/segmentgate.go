@@ -95,6 +95,15 @@ func (g *segmentGate) held(brandID int64, sem chan struct{}) {
 	g.mu.Unlock()
 }
 
+// EnterSegmentQuery takes one of the brand's segment query slots, as
+// count, users and preview do, and returns how to give it back: a caller
+// that evaluates the brand's segments in the background (flows'
+// segment_entered checks, D21) takes its turn with the rest.
+// ERateLimited after SegmentQueryWait.
+func (s *Service) EnterSegmentQuery(ctx context.Context, brandID int64) (func(), error) {
+	return s.segmentGate().enter(ctx, brandID)
+}
+
 // SegmentQueryPeak is the most segment queries of the brand that ran at
 // once on this node: tests check the bound with it.
 func (s *Service) SegmentQueryPeak(brandID int64) int {

@@ -749,13 +749,14 @@ func (tx *Tx) AudienceFilter(ctx context.Context, brandID int64, a Audience) (st
 }
 
 // audienceReaders is the share of the reader pool that segment queries
-// may hold at once, all brands together: half of it, so that lookups
-// (GET /users?phone_number=, the API's reads) always find a connection
-// while the heaviest counts run (issue #31 item 2). An SQLite count in
-// parts (countSplit) holds one per part.
+// may hold at once, all brands together: half of it, and no more than
+// half the cores, so that lookups (GET /users?phone_number=, the API's
+// reads) always find a connection and a core while the heaviest counts
+// run (issue #31 item 2). An SQLite count in parts (countSplit) holds one
+// per part.
 func (db *DB) audienceReaders() (*semaphore.Weighted, int64) {
 	db.audienceOnce.Do(func() {
-		db.audienceMax = max(1, int64(db.read.Stats().MaxOpenConnections)/2)
+		db.audienceMax = max(1, min(int64(db.read.Stats().MaxOpenConnections), int64(runtime.GOMAXPROCS(0)))/2)
 		db.audience = semaphore.NewWeighted(db.audienceMax)
 	})
 	return db.audience, db.audienceMax

@@ -118,6 +118,14 @@ type CustomFieldUpdate struct {
 // it is sent with every extraction a model server runs (D20).
 const MaxExtractionPrompt = 2000
 
+// Bounds on a field's available_enum_values (issue #31): every value is
+// matched against each inbound text the field is auto-collected from, sent
+// with each model extraction (D20) and checked on every write (D6).
+const (
+	MaxEnumValues     = 500
+	MaxEnumValueChars = 100
+)
+
 // BrandService reads what a brand has configured.
 type BrandService interface {
 	// FindBrand returns ENotFound for a missing brand.

@@ -386,3 +386,28 @@ func (b *browser) Check(label string) {
 	b.t.Helper()
 	b.do(chromedp.WaitVisible(labelled(label)), chromedp.Click(labelled(label)))
 }
+
+// TestFieldsEnumBounds: the console's field form refuses an enum list
+// over the service's bounds (issue #31 item 7) next to the list, and
+// creates nothing.
+func TestFieldsEnumBounds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.signedIn(t, "admin@a.example")
+	many := ""
+	for i := range parley.MaxEnumValues + 1 {
+		many += "v" + itoa(int64(i)) + "\n"
+	}
+	for _, tc := range []struct{ enum, msg string }{
+		{many, "at most 500 values (501 given)"},
+		{"S\nM\n" + strings.Repeat("L", 101), "at most 100 characters (101 given)"},
+	} {
+		pg := w.post("/console/fields", fieldForm("available_enum_values", tc.enum))
+		if pg.Status != http.StatusUnprocessableEntity || !strings.Contains(pg.Body, tc.msg) {
+			t.Errorf("enum list %.20q…: %d, want 422 with %q", tc.enum, pg.Status, tc.msg)
+		}
+	}
+	if list, err := e.A.ListCustomFields(e.Ctx); err != nil || len(list) != 0 {
+		t.Errorf("fields after refused forms: %v %v", list, err)
+	}
+}

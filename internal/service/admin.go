@@ -277,6 +277,9 @@ func (s *Service) CreateCustomField(ctx context.Context, f *parley.CustomField) 
 	if f.IsAppend && f.CustomDataType != parley.CustomList {
 		return invalid("is_append", "only a LIST field appends")
 	}
+	if err := checkEnumBounds(f.AvailableEnumValues); err != nil {
+		return err
+	}
 	if err := checkFieldText(f); err != nil {
 		return err
 	}

@@ -27,6 +27,11 @@ func (s *Service) UpdateCustomField(ctx context.Context, brandID, id int64, u pa
 		if err := checkFieldText(f); err != nil {
 			return err
 		}
+		if u.AvailableEnumValues.Set { // a list stored before the bounds does not block other changes
+			if err := checkEnumBounds(f.AvailableEnumValues); err != nil {
+				return err
+			}
+		}
 		out = f
 		return tx.UpdateCustomField(ctx, f)
 	})
@@ -84,6 +89,21 @@ func applyFieldUpdate(f *parley.CustomField, u parley.CustomFieldUpdate) error {
 	}
 	if f.IsAppend && f.CustomDataType != parley.CustomList {
 		return invalid("is_append", "only a LIST field appends")
+	}
+	return nil
+}
+
+// checkEnumBounds bounds the number and the length of enum values, for
+// the admin API, the CLI and the console alike (issue #31).
+func checkEnumBounds(vs []string) error {
+	if n := len(vs); n > parley.MaxEnumValues {
+		return invalid("available_enum_values", "at most "+strconv.Itoa(parley.MaxEnumValues)+" values ("+strconv.Itoa(n)+" given)")
+	}
+	for i, v := range vs {
+		if n := utf8.RuneCountInString(v); n > parley.MaxEnumValueChars {
+			return invalid("available_enum_values["+strconv.Itoa(i)+"]", "at most "+strconv.Itoa(parley.MaxEnumValueChars)+
+				" characters ("+strconv.Itoa(n)+" given)")
+		}
 	}
 	return nil
 }

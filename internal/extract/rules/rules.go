@@ -49,6 +49,11 @@
 // someone else: with he, she, his, her, him, or a relative ("son", "wife", "friend"…)
 // after my/our/his/her/their or with 's ("my son's size is S").
 //
+// Cost: each message is read up to its first 1,600 characters, each field's enum
+// up to its first parley.MaxEnumValues values, and enum values are found through an
+// index of their words, so one extraction's cost does not grow with what a brand
+// stored (issue #31).
+//
 // Request.Known is not used: the rules do not need context, and the caller
 // compares with the stored value before writing.
 package rules
@@ -59,6 +64,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/extract"
 )
 
@@ -113,6 +119,32 @@ type field struct {
 	email    bool
 	enum     [][]string
 	distinct map[string]bool // enum values no other field has
+	// byPhrase indexes enum by its words joined by spaces, and longest is
+	// the most words of a value: a text is matched with at most longest
+	// lookups per word, however many values the field has.
+	byPhrase map[string][]int
+	longest  int
+	// byFold is each enum value by its ASCII-lowercased form (the last
+	// spelling of a value listed twice).
+	byFold map[string]string
+}
+
+// Bounds on what one extraction reads (issue #31 item 7): the first
+// maxText characters of each message (the longest body D8 sends), and the
+// first parley.MaxEnumValues values of a field (a list stored before the
+// bound held may be longer).
+const maxText = 1600
+
+// clip returns the first maxText characters of s.
+func clip(s string) string {
+	n := 0
+	for i := range s {
+		if n == maxText {
+			return s[:i]
+		}
+		n++
+	}
+	return s
 }
 
 func keywordsOf(s string) []string {
@@ -146,7 +178,10 @@ func prepare(in []extract.Field) []field {
 	fs := make([]field, len(in))
 	count := map[string]int{}
 	for i, f := range in {
-		x := field{Field: f, name: keywordsOf(f.Name)}
+		if len(f.Enum) > parley.MaxEnumValues {
+			f.Enum = f.Enum[:parley.MaxEnumValues]
+		}
+		x := field{Field: f, name: keywordsOf(f.Name), byPhrase: map[string][]int{}, byFold: map[string]string{}}
 		x.ask = x.name
 		for _, kw := range keywordsOf(f.Prompt) {
 			if !hasKW(kw, x.ask) {
@@ -159,8 +194,15 @@ func prepare(in []extract.Field) []field {
 			}
 		}
 		seen := map[string]bool{}
-		for _, v := range f.Enum {
-			x.enum = append(x.enum, tokens(v))
+		for k, v := range f.Enum {
+			ws := tokens(v)
+			x.enum = append(x.enum, ws)
+			if len(ws) > 0 {
+				key := strings.Join(ws, " ")
+				x.byPhrase[key] = append(x.byPhrase[key], k)
+				x.longest = max(x.longest, len(ws))
+			}
+			x.byFold[lowerASCII(v)] = v
 			if l := lowerASCII(v); !seen[l] {
 				seen[l] = true
 				count[l]++
@@ -213,11 +255,11 @@ func (Extractor) Extract(ctx context.Context, r extract.Request) ([]extract.Valu
 		asked := -1
 		for j := i - 1; j >= 0; j-- {
 			if !conv[j].Inbound {
-				asked = askedField(fs, analyse(conv[j].Body))
+				asked = askedField(fs, analyse(clip(conv[j].Body)))
 				break
 			}
 		}
-		vals := statement(fs, analyse(conv[i].Body), asked, r.Now)
+		vals := statement(fs, analyse(clip(conv[i].Body)), asked, r.Now)
 		for k, v := range vals {
 			if v != "" && (i == trigger || fs[k].IncludeUserAnswers) {
 				got[k] = append(got[k], found{v, i})
@@ -343,6 +385,7 @@ type texts struct {
 	now                   time.Time
 	bools, nums, dts, ems []cand
 	done                  [4]bool
+	enums                 map[*field][]cand // each enum field's values named, found once
 }
 
 func (t *texts) cands(f *field) []cand {
@@ -368,7 +411,15 @@ func (t *texts) cands(f *field) []cand {
 		}
 		return enumOnly(f, t.dts)
 	case len(f.Enum) > 0 && (f.Type == extract.String || f.Type == extract.List):
-		return enumHits(t.d, f.enum, f.Enum)
+		cs, ok := t.enums[f]
+		if !ok {
+			if t.enums == nil {
+				t.enums = map[*field][]cand{}
+			}
+			cs = enumHits(t.d, f)
+			t.enums[f] = cs
+		}
+		return cs
 	case f.Type == extract.String && f.email:
 		if !t.done[3] {
 			t.ems, t.done[3] = emails(t.d), true
@@ -385,12 +436,9 @@ func enumOnly(f *field, cs []cand) []cand {
 	}
 	out := make([]cand, len(cs))
 	for i, c := range cs {
-		s := strings.Trim(c.val, `"`)
 		c.val = ""
-		for _, v := range f.Enum {
-			if strings.EqualFold(v, s) {
-				c.val = jsonValue(f.Type, v)
-			}
+		if v, ok := f.byFold[lowerASCII(strings.Trim(cs[i].val, `"`))]; ok {
+			c.val = jsonValue(f.Type, v)
 		}
 		out[i] = c
 	}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -314,14 +315,25 @@ next:
 	return 0
 }
 
-// enumHits finds the enum values named in d, whole words, ASCII case ignored.
-func enumHits(d *doc, enum [][]string, values []string) []cand {
+// enumHits finds the enum values of f named in d, whole words, ASCII case
+// ignored, in the order of the text and then of the enum: at each word,
+// the phrases of 1 … f.longest words starting there are looked up.
+func enumHits(d *doc, f *field) []cand {
 	var cs []cand
+	var key strings.Builder
 	for i := range d.words {
-		for k, p := range enum {
-			if len(p) > 0 && phraseAt(d.words, i, [][]string{p}) > 0 {
-				cs = append(cs, cand{start: d.words[i].start, end: d.words[i+len(p)-1].end, key: values[k]})
+		key.Reset()
+		var at []int // enum indices named at word i
+		for j := i; j < len(d.words) && j-i < f.longest && !d.words[j].poss; j++ {
+			if j > i {
+				key.WriteByte(' ')
 			}
+			key.WriteString(d.words[j].w)
+			at = append(at, f.byPhrase[key.String()]...)
+		}
+		slices.Sort(at)
+		for _, k := range at {
+			cs = append(cs, cand{start: d.words[i].start, end: d.words[i+len(f.enum[k])-1].end, key: f.Enum[k]})
 		}
 	}
 	return cs

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley"
@@ -42,9 +43,9 @@ func TestRestartStalledCampaigns(t *testing.T) {
 }
 
 // TestResolveSkipsABrokenCampaign: a due campaign that cannot be resolved
-// (here its segment's stored criteria are unreadable) is logged and left
-// for the next tick; the campaigns due after it in the same tick still
-// start (D16).
+// (here its segment's stored criteria are unreadable) ends canceled with
+// its reason and is not tried again (issue #31 item 1); the campaigns
+// due after it in the same tick still start (D16).
 func TestResolveSkipsABrokenCampaign(t *testing.T) {
 	t.Parallel()
 	e := campEnv(t)
@@ -60,13 +61,17 @@ func TestResolveSkipsABrokenCampaign(t *testing.T) {
 		}
 	}
 	n, err := e.App.Service.ResolveDueCampaigns(e.Ctx)
-	if err == nil || n != 1 {
-		t.Fatalf("resolved %d (%v); want the good one and the broken one's error", n, err)
+	if err != nil || n != 1 {
+		t.Fatalf("resolved %d (%v); want the good one, and the broken one ended", n, err)
 	}
 	if got := campFind(t, e, good); got.Status != parley.CampaignSending {
 		t.Errorf("the campaign due after the broken one is %s, want sending", got.Status)
 	}
-	if got := campFind(t, e, broken); got.Status != parley.CampaignScheduled {
-		t.Errorf("the broken campaign is %s, want still scheduled", got.Status)
+	got := campFind(t, e, broken)
+	if got.Status != parley.CampaignCanceled || got.CancelReason == nil || !strings.Contains(*got.CancelReason, "criteria") {
+		t.Errorf("the broken campaign is %s (reason %v), want canceled with its reason", got.Status, got.CancelReason)
+	}
+	if n, err := e.App.Service.ResolveDueCampaigns(e.Ctx); err != nil || n != 0 {
+		t.Errorf("next tick: resolved %d (%v), want nothing", n, err)
 	}
 }

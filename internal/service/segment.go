@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -27,6 +28,13 @@ type scopeReader interface {
 // custom data fields and its segments, archived ones too (a segment may
 // name an archived segment; it keeps its meaning).
 func criteriaScope(ctx context.Context, r scopeReader, brandID, self int64) (parley.CriteriaScope, error) {
+	return readScope(ctx, r, brandID, self, true)
+}
+
+// readScope is criteriaScope, without the segments unless withSegments:
+// criteria that name none need not read them (nor fail on another
+// segment's unreadable row).
+func readScope(ctx context.Context, r scopeReader, brandID, self int64, withSegments bool) (parley.CriteriaScope, error) {
 	sc := parley.CriteriaScope{Fields: map[string]int64{}, Segments: map[int64]*parley.Segment{}, Self: self}
 	fields, err := r.ListCustomFields(ctx, brandID)
 	if err != nil {
@@ -34,6 +42,9 @@ func criteriaScope(ctx context.Context, r scopeReader, brandID, self int64) (par
 	}
 	for _, f := range fields {
 		sc.Fields[parley.CustomDataKey(f.FieldName)] = int64(f.CustomDataType)
+	}
+	if !withSegments {
+		return sc, nil
 	}
 	segs, err := r.ListSegments(ctx, brandID, false)
 	if err != nil {
@@ -46,7 +57,10 @@ func criteriaScope(ctx context.Context, r scopeReader, brandID, self int64) (par
 }
 
 func checkCriteria(ctx context.Context, r scopeReader, brandID, self int64, criteria []parley.SegmentCriterion) error {
-	sc, err := criteriaScope(ctx, r, brandID, self)
+	names := slices.ContainsFunc(criteria, func(c parley.SegmentCriterion) bool {
+		return c.Attribute.DimensionType == parley.DimensionSegment
+	})
+	sc, err := readScope(ctx, r, brandID, self, names)
 	if err != nil {
 		return err
 	}

@@ -171,3 +171,32 @@ func TestCampaignCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestCampaignCanceledByServer: a campaign the scheduler ended because
+// its segment could not be resolved shows why on its page (issue #31).
+func TestCampaignCanceledByServer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seg := e.mustSegment(t, false, "Everyone", nil)
+	w := e.signedIn(t, "admin@a.example")
+	p := w.post("/console/campaigns/new", campaignForm("Broken", seg.ID, "Hi", ""))
+	if p.Status != http.StatusSeeOther {
+		t.Fatalf("create: %d\n%s", p.Status, p.Body)
+	}
+	// Its segment's criteria become unreadable after it was scheduled.
+	q := `UPDATE segments SET criteria = '{"not": "a list"}' WHERE id = $1`
+	if e.App.DB.Engine() == "sqlite" {
+		q = strings.Replace(q, "$1", "?", 1)
+	}
+	if _, err := e.App.DB.Writer().ExecContext(e.Ctx, q, seg.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.App.Service.ResolveDueCampaigns(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	page := w.get(p.Location)
+	if !strings.Contains(page.Body, "<b class=\"status\">canceled</b>") ||
+		!strings.Contains(page.Body, "Canceled by the server: The campaign&#39;s segment could not be resolved at send_at") {
+		t.Errorf("the page of a campaign the server canceled:\n%s", page.Body)
+	}
+}

@@ -196,7 +196,7 @@ func TestCampaignCanceledByServer(t *testing.T) {
 	}
 	page := w.get(p.Location)
 	if !strings.Contains(page.Body, "<b class=\"status\">canceled</b>") ||
-		!strings.Contains(page.Body, "Canceled by the server: The campaign&#39;s segment could not be resolved at send_at") {
+		!strings.Contains(page.Body, "Canceled by the server: The campaign's segment could not be resolved at send_at") {
 		t.Errorf("the page of a campaign the server canceled:\n%s", page.Body)
 	}
 }

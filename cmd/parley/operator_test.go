@@ -31,7 +31,7 @@ func TestOperatorCommand(t *testing.T) {
 	if !regexp.MustCompile(`https://parley\.example/console/link\?token=[A-Za-z0-9_-]{40,}`).MatchString(out) {
 		t.Errorf("add without a password printed no sign-in link:\n%s", out)
 	}
-	out = mustRun(t, e, "operator", "link", "--email", "agent@shop.example")
+	out = mustRun(t, e, "operator", "link", "--brand", "1", "--email", "agent@shop.example")
 	if !strings.Contains(out, "http://127.0.0.1:8080/console/link?token=") {
 		t.Errorf("link printed:\n%s", out)
 	}

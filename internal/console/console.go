@@ -64,6 +64,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"net/netip"
 	"time"
 
 	"github.com/parleyhq/parley/internal/service"
@@ -92,6 +93,9 @@ type Config struct {
 	Logger        *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client a sign-in is throttled by (--trusted-proxy).
+	TrustedProxies []netip.Prefix
 }
 
 // Console is the console's HTTP handler.
@@ -102,6 +106,8 @@ type Console struct {
 	// errorTmpl shows errors and the pages that are no registered page.
 	errorTmpl *template.Template
 	handler   http.Handler
+	// chooseBrand asks which brand after a sign-in that matched several.
+	chooseBrand *Page
 }
 
 // New builds the console with every registered page.

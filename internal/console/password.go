@@ -20,7 +20,7 @@ func init() {
 			if pw != c.Form("confirm") {
 				return renderPassword(c, http.StatusUnprocessableEntity, "The two passwords differ.")
 			}
-			err := c.Operators.ChangePassword(c, sessionToken(c.R), c.Form("current_password"), pw, clientAddr(c.R))
+			err := c.Operators.ChangePassword(c, sessionToken(c.R), c.Form("current_password"), pw, c.console.clientAddr(c.R))
 			switch parley.ErrorCode(err) {
 			case "":
 				return c.Redirect("")

@@ -62,9 +62,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
-	"net/netip"
 	"time"
 
 	"github.com/parleyhq/parley/internal/service"

@@ -46,15 +46,20 @@ func DefaultHashSlots() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }
 // HashSlots bounds the password hashes computed at once.
 type HashSlots struct {
 	slots   chan struct{}
-	wait    time.Duration
+	wait    atomic.Int64 // a time.Duration
 	waiting atomic.Int64
 	hashes  atomic.Int64
 }
 
 // NewHashSlots returns n slots; a hash waits up to wait for one.
 func NewHashSlots(n int, wait time.Duration) *HashSlots {
-	return &HashSlots{slots: make(chan struct{}, n), wait: wait}
+	h := &HashSlots{slots: make(chan struct{}, n)}
+	h.SetWait(wait)
+	return h
 }
+
+// SetWait sets how long a hash waits for a slot.
+func (h *HashSlots) SetWait(d time.Duration) { h.wait.Store(int64(d)) }
 
 // Acquire takes a slot, waiting up to the slots' wait, and returns its
 // release; EUnavailable when none came free in time.
@@ -66,7 +71,7 @@ func (h *HashSlots) Acquire(ctx context.Context) (release func(), err error) {
 	}
 	h.waiting.Add(1)
 	defer h.waiting.Add(-1)
-	t := time.NewTimer(h.wait)
+	t := time.NewTimer(time.Duration(h.wait.Load()))
 	defer t.Stop()
 	select {
 	case h.slots <- struct{}{}:

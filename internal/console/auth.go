@@ -29,6 +29,7 @@ func sessionToken(r *http.Request) string {
 
 func (c *Console) authRoutes(mux *http.ServeMux) {
 	signin := &Page{Title: "Sign in", tmpl: c.pageTemplate("signin.html")}
+	c.signinPage = signin
 	link := &Page{Title: "Sign in with a link", tmpl: c.pageTemplate("link.html")}
 	c.chooseBrand = &Page{Title: "Choose a brand", tmpl: c.pageTemplate("choose_brand.html")}
 	mux.Handle("GET "+Prefix+"signin", c.public(signin, func(x *Ctx) error {
@@ -121,6 +122,7 @@ func signInFailed(x *Ctx, f signinForm, err error) error {
 func (c *Console) signInBrand(x *Ctx) error {
 	s, err := c.Operators.ChooseBrand(x, x.Form("choice"))
 	if err != nil {
+		x.page = c.signinPage // sign in again
 		return signInFailed(x, signinForm{Next: x.Form("next")}, err)
 	}
 	c.setSession(x, s.Token)

@@ -106,8 +106,9 @@ type Console struct {
 	// errorTmpl shows errors and the pages that are no registered page.
 	errorTmpl *template.Template
 	handler   http.Handler
-	// chooseBrand asks which brand after a sign-in that matched several.
-	chooseBrand *Page
+	// chooseBrand asks which brand after a sign-in that matched several;
+	// signinPage is the sign-in form.
+	chooseBrand, signinPage *Page
 }
 
 // New builds the console with every registered page.

@@ -56,7 +56,9 @@ func TestClientAddrTrustedProxy(t *testing.T) {
 // not believed: a guesser cannot dodge the throttle by writing it.
 func TestSignInBehindProxy(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *app.Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")} })
+	e := newEnv(t, func(c *app.Config) {
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	})
 	guesser, operator := e.web(t), e.web(t)
 	for range 5 {
 		guesser.post("/console/signin", url.Values{"email": {"admin@a.example"}, "password": {"wrong"}}, "X-Forwarded-For", "203.0.113.9")

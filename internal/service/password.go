@@ -37,7 +37,7 @@ const (
 // refused with EUnavailable (503 and Retry-After on the sign-in page).
 
 // DefaultHashWait is how long a password check waits for a free hash slot.
-const DefaultHashWait = 2 * time.Second
+const DefaultHashWait = 5 * time.Second
 
 // DefaultHashSlots is the hashes one node runs at once: one per core, at
 // most 4 (76 MiB). More would not finish sooner; each core is busy.

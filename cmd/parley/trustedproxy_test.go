@@ -9,7 +9,7 @@ import (
 
 // TestTrustedProxyFlag: --trusted-proxy (PARLEY_TRUSTED_PROXY) takes
 // comma-separated CIDRs or bare addresses; anything else stops serve with
-// a clear error (issue #31 item 3).
+// a clear error (D19, issue #31 item 3).
 func TestTrustedProxyFlag(t *testing.T) {
 	t.Parallel()
 	got, err := parseTrustedProxies(" 10.0.0.0/8, 192.0.2.7 ,fd00::/8,::1,::ffff:10.1.0.0/112,")

@@ -11,7 +11,7 @@ import (
 
 // TestBrowserChooseBrand: in Chromium, an operator of two brands with one
 // password signs in, is asked "Choose a brand", picks one by its label and
-// lands in that brand's console (issue #31 item 10).
+// lands in that brand's console (D19, issue #31 item 10).
 func TestBrowserChooseBrand(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

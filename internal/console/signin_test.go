@@ -18,7 +18,7 @@ import (
 // TestClientAddrTrustedProxy: X-Forwarded-For is believed only from a
 // trusted proxy, read from the right: the first address that is not a
 // trusted proxy's is the client, whatever the client wrote to its left
-// (issue #31 item 3, --trusted-proxy).
+// (D19, issue #31 item 3, --trusted-proxy).
 func TestClientAddrTrustedProxy(t *testing.T) {
 	t.Parallel()
 	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
@@ -52,7 +52,7 @@ func TestClientAddrTrustedProxy(t *testing.T) {
 
 // TestSignInBehindProxy: behind a trusted reverse proxy every browser has
 // the proxy's address; wrong passwords from one browser stop that browser,
-// not the others (issue #31 item 3). Without --trusted-proxy the header is
+// not the others (D19, issue #31 item 3). Without --trusted-proxy the header is
 // not believed: a guesser cannot dodge the throttle by writing it.
 func TestSignInBehindProxy(t *testing.T) {
 	t.Parallel()
@@ -83,7 +83,7 @@ func TestSignInBehindProxy(t *testing.T) {
 
 // TestLinkPageSaysWhenAndRevoked: the link's page says until when the
 // link works; after the operator sets a password, an unused link no
-// longer works and its page says so (issue #31 item 4).
+// longer works and its page says so (D19, issue #31 item 4).
 func TestLinkPageSaysWhenAndRevoked(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -119,7 +119,7 @@ func TestLinkPageSaysWhenAndRevoked(t *testing.T) {
 
 // TestSignInBusy: with every password hash slot taken, a sign-in waits,
 // then answers 503 with Retry-After on the sign-in page, and changes
-// nothing (issue #31 item 6).
+// nothing (D19, issue #31 item 6).
 func TestSignInBusy(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -144,7 +144,7 @@ func TestSignInBusy(t *testing.T) {
 
 // TestOperatorEmailOfAnotherBrand: adding an operator whose email is
 // another brand's operator answers exactly as a fresh email does, and
-// signing in with it tells nothing of the other brand (issue #31 item
+// signing in with it tells nothing of the other brand (D19, issue #31 item
 // 10): operators are unique per (brand, email).
 func TestOperatorEmailOfAnotherBrand(t *testing.T) {
 	t.Parallel()
@@ -194,7 +194,7 @@ func TestOperatorEmailOfAnotherBrand(t *testing.T) {
 
 // TestChooseBrandPage: when the password matches operators of several
 // brands the sign-in shows "Choose a brand" with only those brands; the
-// choice opens that brand's console and works once (issue #31 item 10).
+// choice opens that brand's console and works once (D19, issue #31 item 10).
 func TestChooseBrandPage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

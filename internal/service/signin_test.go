@@ -26,7 +26,7 @@ func addOp(t *testing.T, e *apitest.Env, brand int64, email, pw string) *parley.
 }
 
 // TestSignInThrottlePerEmailAndClient: failed sign-ins are counted per
-// (email, client) and per client, never per email alone (issue #31 item
+// (email, client) and per client, never per email alone (D19, issue #31 item
 // 3, OWASP): five wrong passwords from one client stop that client on that
 // email, while the right password from a client that has not failed still
 // signs in; twenty failures from one client stop it on every email; IPv6
@@ -164,7 +164,7 @@ func TestLinksRevokedByPassword(t *testing.T) {
 }
 
 // TestHashSlotsBoundConcurrentHashes: at most N password hashes run at
-// once (issue #31 item 6); the N+1th waits for a slot and runs when one
+// once (D19, issue #31 item 6); the N+1th waits for a slot and runs when one
 // frees, and one that finds none within the wait is refused with
 // service_unavailable, changing nothing.
 func TestHashSlotsBoundConcurrentHashes(t *testing.T) {
@@ -232,7 +232,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // TestOperatorsPerBrand: an email may be an operator of several brands,
-// each row with its own password (issue #31 item 10). The sign-in offers
+// each row with its own password (D19, issue #31 item 10). The sign-in offers
 // only the brands whose password matched, opens the session at once when
 // one did, and a brand's choice works once.
 func TestOperatorsPerBrand(t *testing.T) {
@@ -297,7 +297,7 @@ func TestOperatorsPerBrand(t *testing.T) {
 
 // TestSignInCostIndependentOfBrands: a sign-in computes one password hash
 // whether the email is no operator's, one brand's or three brands', right
-// password or wrong (issue #31 item 10: neither time nor memory tells how
+// password or wrong (D19, issue #31 item 10: neither time nor memory tells how
 // many brands have the email), and adding an operator computes one hash
 // whatever other brands hold. A hash from before the email's salt costs
 // one more until its next sign-in rehashes it.

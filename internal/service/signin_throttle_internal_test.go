@@ -10,7 +10,7 @@ import (
 // TestClientKeyPerIPv6Slash64: IPv6 clients are counted per /64, as one
 // subscriber holds a whole /64 and could take a fresh address for each
 // guess; IPv4 clients per address, an IPv4-mapped IPv6 address as its
-// IPv4 one (issue #31 item 3).
+// IPv4 one (D19, issue #31 item 3).
 func TestClientKeyPerIPv6Slash64(t *testing.T) {
 	t.Parallel()
 	same := [][2]string{
@@ -36,7 +36,7 @@ func TestClientKeyPerIPv6Slash64(t *testing.T) {
 }
 
 // TestThrottleKeysBounded: a key's length does not grow with the email or
-// the client string (issue #31 item 3): a 254-byte email and a long
+// the client string (D19, issue #31 item 3): a 254-byte email and a long
 // garbage client give keys as short as any.
 func TestThrottleKeysBounded(t *testing.T) {
 	t.Parallel()
@@ -57,7 +57,7 @@ func TestThrottleKeysBounded(t *testing.T) {
 
 // TestThrottleTableBounded: a spray of new keys (many clients, many
 // emails) never grows the table past its bound; expired keys go first,
-// then the oldest, so a recent client's count holds (issue #31 item 3).
+// then the oldest, so a recent client's count holds (D19, issue #31 item 3).
 func TestThrottleTableBounded(t *testing.T) {
 	t.Parallel()
 	const bound, window = 100, 15 * time.Minute

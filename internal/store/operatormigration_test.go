@@ -9,7 +9,7 @@ import (
 
 // TestMigration00025OperatorsPerBrand: migration 00025 makes operators
 // unique per (brand, email) instead of per email, and allows the brand
-// choice's tokens, keeping every operator, session and link (issue #31
+// choice's tokens, keeping every operator, session and link (D19, issue #31
 // item 10); its down migration puts the global uniqueness back, and
 // refuses, changing nothing, while an email is in several brands.
 func TestMigration00025OperatorsPerBrand(t *testing.T) {

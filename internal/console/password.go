@@ -2,8 +2,11 @@ package console
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/service"
 )
 
 // The operator's own password: chosen after a one-time sign-in link, or
@@ -28,6 +31,9 @@ func init() {
 				return renderPassword(c, http.StatusUnprocessableEntity, parley.ErrorMessage(err))
 			case parley.ERateLimited:
 				return renderPassword(c, http.StatusTooManyRequests, parley.ErrorMessage(err))
+			case parley.EUnavailable: // no password hash slot (issue #31 item 6)
+				c.W.Header().Set("Retry-After", strconv.Itoa(int(service.DefaultHashWait/time.Second)))
+				return renderPassword(c, http.StatusServiceUnavailable, parley.ErrorMessage(err))
 			}
 			return err
 		},

@@ -140,6 +140,17 @@ func TestSignInBusy(t *testing.T) {
 	}
 	release()
 	w.signIn("admin@a.example")
+	// Changing the password hashes too.
+	release, err = e.App.Operators.Hashing.Acquire(e.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = w.post("/console/password", url.Values{"current_password": {password}, "password": {"a new password!"}, "confirm": {"a new password!"}})
+	if p.Status != http.StatusServiceUnavailable || p.Header.Get("Retry-After") != "5" || p.h1() != "Change your password" {
+		t.Errorf("password change with no hash slot: %d, Retry-After %q, %q; want 503 on the password page", p.Status, p.Header.Get("Retry-After"), p.h1())
+	}
+	release()
+	e.web(t).signIn("admin@a.example") // the password did not change
 }
 
 // TestOperatorEmailOfAnotherBrand: adding an operator whose email is

@@ -43,6 +43,9 @@ func TestMigration00025OperatorsPerBrand(t *testing.T) {
 	}
 	must(`INSERT INTO brands (id, name, phone_number, date_created) VALUES (1, 'A', '+14155550100', 0), (2, 'B', '+14155550101', 0)`)
 	must(`INSERT INTO operators (id, brand_id, email, role, password_hash, date_created) VALUES (7, 1, 'op@x.example', 'admin', 'h', 0)`)
+	// Operator 9 was deleted: its id must not come back.
+	must(`INSERT INTO operators (id, brand_id, email, role, date_created) VALUES (9, 1, 'gone@x.example', 'agent', 0)`)
+	must(`DELETE FROM operators WHERE id = 9`)
 	must(`INSERT INTO operator_tokens (token_hash, operator_id, kind, created_at, expires_at, via_link) VALUES (?, 7, 'session', 0, 9, TRUE)`, []byte("session-token"))
 	if exec(`INSERT INTO operators (brand_id, email, role, date_created) VALUES (2, 'op@x.example', 'agent', 0)`) == nil {
 		t.Fatal("before 00025 an email was taken in a second brand")
@@ -57,8 +60,8 @@ func TestMigration00025OperatorsPerBrand(t *testing.T) {
 	must(`INSERT INTO operators (brand_id, email, role, date_created) VALUES (2, 'op@x.example', 'agent', 0)`)
 	// SQLite's rebuild keeps AUTOINCREMENT's mark (PostgreSQL's identity
 	// does not see the fixture's explicit id, and its table is not rebuilt).
-	if id := count(`SELECT id FROM operators WHERE brand_id = 2`); apitest.Engine() == "sqlite" && id <= 7 {
-		t.Errorf("a new operator got id %d, want one after 7 (ids are never reused)", id)
+	if id := count(`SELECT id FROM operators WHERE brand_id = 2`); apitest.Engine() == "sqlite" && id <= 9 {
+		t.Errorf("a new operator got id %d, want one after 9, the deleted one's (ids are never reused)", id)
 	}
 	if exec(`INSERT INTO operators (brand_id, email, role, date_created) VALUES (2, 'op@x.example', 'agent', 0)`) == nil {
 		t.Error("after 00025 an email was taken twice in one brand")

@@ -29,8 +29,10 @@ CREATE TABLE operators_new (
 );
 INSERT INTO operators_new (id, brand_id, email, role, password_hash, date_created)
 SELECT id, brand_id, email, role, password_hash, date_created FROM operators;
--- AUTOINCREMENT's high-water mark: ids of deleted operators stay unused.
-UPDATE sqlite_sequence SET seq = (SELECT seq FROM sqlite_sequence WHERE name = 'operators') WHERE name = 'operators_new';
+-- AUTOINCREMENT's high-water mark, even when the operators with the
+-- highest ids were deleted: their ids stay unused.
+DELETE FROM sqlite_sequence WHERE name = 'operators_new';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'operators_new', seq FROM sqlite_sequence WHERE name = 'operators';
 DROP TABLE operators;
 ALTER TABLE operators_new RENAME TO operators;
 CREATE INDEX operators_brand_id ON operators (brand_id, id);
@@ -78,7 +80,8 @@ CREATE TABLE operators_old (
 );
 INSERT INTO operators_old (id, brand_id, email, role, password_hash, date_created)
 SELECT id, brand_id, email, role, password_hash, date_created FROM operators;
-UPDATE sqlite_sequence SET seq = (SELECT seq FROM sqlite_sequence WHERE name = 'operators') WHERE name = 'operators_old';
+DELETE FROM sqlite_sequence WHERE name = 'operators_old';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'operators_old', seq FROM sqlite_sequence WHERE name = 'operators';
 DROP TABLE operators;
 ALTER TABLE operators_old RENAME TO operators;
 CREATE INDEX operators_brand_id ON operators (brand_id, id);

@@ -24,13 +24,16 @@ var stdin io.Reader = os.Stdin
 // runOperator manages the console's operators (D19):
 //
 //	parley operator add --brand ID --email E --role admin|agent [--password-stdin]
-//	parley operator link --email E
+//	parley operator link --brand ID --email E
 //	parley operator list --brand ID
+//	parley operator remove --brand ID --email E
 //
 // add takes the password from --password-stdin, else asks for it on a
-// terminal, else prints a one-time sign-in link.
+// terminal, else prints a one-time sign-in link. An operator is a brand's:
+// one email may be an operator of several brands (issue #31 item 10), so
+// every verb names the brand.
 func runOperator(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	verb, rest, err := parseSub(args, "add", "link", "list")
+	verb, rest, err := parseSub(args, "add", "link", "list", "remove")
 	if err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}
@@ -38,11 +41,11 @@ func runOperator(ctx context.Context, args []string, getenv func(string) string,
 	var email, role, publicURL *string
 	var pwStdin *bool
 	return adminCmd(ctx, "operator "+verb, rest, getenv, func(fs *flagSet) {
-		if verb != "link" {
-			brand = fs.Int64("brand", 0, "brand id")
-		}
+		brand = fs.Int64("brand", 0, "brand id")
 		if verb != "list" {
 			email = fs.String("email", "", "the operator's email: what they sign in with")
+		}
+		if verb == "add" || verb == "link" {
 			publicURL = stringFlag(fs.FlagSet, getenv, "public-url", "http://127.0.0.1:8080", "the server's address, for the sign-in link")
 		}
 		if verb == "add" {
@@ -71,7 +74,13 @@ func runOperator(ctx context.Context, args []string, getenv func(string) string,
 			}
 			return tw.Flush()
 		case "link":
-			return printLink(ctx, a, *email, *publicURL, stdout)
+			return printLink(ctx, a, *brand, *email, *publicURL, stdout)
+		case "remove":
+			if err := a.Operators.RemoveByEmail(ctx, *brand, *email); err != nil {
+				return describe(err)
+			}
+			fmt.Fprintf(stdout, "Removed operator %s of brand %d; their sessions have ended.\n", strings.ToLower(strings.TrimSpace(*email)), *brand)
+			return nil
 		}
 		pw, err := operatorPassword(*pwStdin, stdout)
 		if err != nil {
@@ -86,7 +95,7 @@ func runOperator(ctx context.Context, args []string, getenv func(string) string,
 			fmt.Fprintf(stdout, "Sign in at %s with that email and password.\n", strings.TrimRight(*publicURL, "/")+"/console/")
 			return nil
 		}
-		return printLink(ctx, a, op.Email, *publicURL, stdout)
+		return printLink(ctx, a, op.BrandID, op.Email, *publicURL, stdout)
 	})
 }
 
@@ -127,13 +136,13 @@ func operatorPassword(fromStdin bool, stdout io.Writer) (string, error) {
 	return string(pw), nil
 }
 
-func printLink(ctx context.Context, a *app.App, email, publicURL string, stdout io.Writer) error {
-	token, err := a.Operators.Link(ctx, email)
+func printLink(ctx context.Context, a *app.App, brandID int64, email, publicURL string, stdout io.Writer) error {
+	token, err := a.Operators.Link(ctx, brandID, email)
 	if err != nil {
 		return describe(err)
 	}
 	link := strings.TrimRight(publicURL, "/") + "/console/link?token=" + url.QueryEscape(token)
-	fmt.Fprintf(stdout, "One-time sign-in link for %s (works once, for 24 hours; keep it private):\n  %s\n", email, link)
+	fmt.Fprintf(stdout, "One-time sign-in link for %s (works once, for 24 hours, and no longer once they sign in with a password; keep it private):\n  %s\n", email, link)
 	return nil
 }
 

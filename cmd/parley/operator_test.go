@@ -31,7 +31,7 @@ func TestOperatorCommand(t *testing.T) {
 	if !regexp.MustCompile(`https://parley\.example/console/link\?token=[A-Za-z0-9_-]{40,}`).MatchString(out) {
 		t.Errorf("add without a password printed no sign-in link:\n%s", out)
 	}
-	out = mustRun(t, e, "operator", "link", "--email", "agent@shop.example")
+	out = mustRun(t, e, "operator", "link", "--brand", "1", "--email", "agent@shop.example")
 	if !strings.Contains(out, "http://127.0.0.1:8080/console/link?token=") {
 		t.Errorf("link printed:\n%s", out)
 	}
@@ -88,5 +88,46 @@ func TestServeBannerAndSignIn(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
 		t.Errorf("sign in on the served console: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// TestOperatorCommandPerBrand: `parley operator` works per brand (issue
+// #31 item 10): one email may be an operator of two brands, list shows
+// each brand its own, link and remove take --brand and touch only that
+// brand's operator.
+func TestOperatorCommandPerBrand(t *testing.T) {
+	_, e := importEnv(t, false)
+	mustRun(t, e, "brand", "create", "--name", "Shop", "--phone", "+14155550100")
+	mustRun(t, e, "brand", "create", "--name", "Cafe", "--phone", "+14155550101")
+	old := stdin
+	defer func() { stdin = old }()
+	for _, brand := range []string{"1", "2"} {
+		stdin = strings.NewReader("a long password\n")
+		if out := mustRun(t, e, "operator", "add", "--brand", brand, "--email", "pat@example.com", "--role", "admin", "--password-stdin"); !strings.Contains(out, "Created admin pat@example.com") {
+			t.Errorf("add to brand %s printed:\n%s", brand, out)
+		}
+	}
+	stdin = strings.NewReader("")
+	mustRun(t, e, "operator", "add", "--brand", "2", "--email", "sam@example.com")
+	if out := mustRun(t, e, "operator", "list", "--brand", "1"); strings.Count(out, "@example.com") != 1 {
+		t.Errorf("brand 1's list:\n%s", out)
+	}
+	if out := mustRun(t, e, "operator", "link", "--brand", "2", "--email", "pat@example.com"); !strings.Contains(out, "/console/link?token=") {
+		t.Errorf("link printed:\n%s", out)
+	}
+	if out, err := runCmd(t, e, "operator", "link", "--brand", "1", "--email", "sam@example.com"); err == nil {
+		t.Errorf("a link for brand 2's operator named under brand 1: no error\n%s", out)
+	}
+	if out, err := runCmd(t, e, "operator", "remove", "--brand", "1", "--email", "sam@example.com"); err == nil || !strings.Contains(err.Error(), "no operator") {
+		t.Errorf("remove brand 2's operator under brand 1: %v\n%s", err, out)
+	}
+	if out := mustRun(t, e, "operator", "remove", "--brand", "2", "--email", "Pat@Example.com"); !strings.Contains(out, "Removed operator pat@example.com of brand 2") {
+		t.Errorf("remove printed:\n%s", out)
+	}
+	if out := mustRun(t, e, "operator", "list", "--brand", "2", "--json"); strings.Contains(out, "pat@") || !strings.Contains(out, "sam@") {
+		t.Errorf("brand 2 after remove:\n%s", out)
+	}
+	if out := mustRun(t, e, "operator", "list", "--brand", "1"); !strings.Contains(out, "pat@example.com") {
+		t.Errorf("brand 1 lost its operator when brand 2's was removed:\n%s", out)
 	}
 }

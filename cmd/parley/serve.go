@@ -46,6 +46,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	rateBurst := stringFlag(fs, getenv, "rate-burst", "200", "requests a credential may send at once")
 	usRules := boolFlag(fs, getenv, "us-sending-rules", true, "hold MARKETING messages to the US quiet hours as well as each brand's sending window (D17)")
 	replay := boolFlag(fs, getenv, "replay-protection", true, "reject a signed write sent twice (only benchmarks should turn it off)")
+	trustedProxy := stringFlag(fs, getenv, "trusted-proxy", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (console sign-in throttling)")
 	aif := addAIFlags(fs, getenv) // extractor.go
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -100,6 +101,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if cfg.RateBurst, err = strconv.Atoi(*rateBurst); err != nil || cfg.RateBurst < 1 {
 		return fmt.Errorf("--rate-burst: want a positive number")
+	}
+	if cfg.TrustedProxies, err = parseTrustedProxies(*trustedProxy); err != nil {
+		return err
 	}
 	cfg.NoReplayProtection = !*replay
 	cfg.NoUSSendingRules = !*usRules

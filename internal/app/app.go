@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -108,6 +109,9 @@ type Config struct {
 	// NoReplayProtection accepts a signed write again within the clock
 	// skew window (D2): benchmarks and tests that resend identical requests.
 	NoReplayProtection bool
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
+	// believed for the console's sign-in throttle (--trusted-proxy).
+	TrustedProxies []netip.Prefix
 	// NoUSSendingRules leaves only the brands' sending windows on MARKETING
 	// messages, without the US rules (D17: --us-sending-rules=false).
 	NoUSSendingRules bool
@@ -286,12 +290,13 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	// The operator console (D19) on the API's port; a worker node serves
 	// only health and metrics.
-	a.Operators = service.NewOperators(a.Service)
+	a.Operators = service.NewOperators(a.Service, secretbox.DeriveKey(key, "parley operator password salts"))
 	if cfg.Role != "worker" {
 		if extra == nil {
 			extra = map[string]http.Handler{}
 		}
-		con := console.New(console.Config{Service: a.Service, Operators: a.Operators, Importer: a.Importer, UploadTimeout: cfg.UploadTimeout, Logger: cfg.Logger, Now: cfg.Now})
+		con := console.New(console.Config{Service: a.Service, Operators: a.Operators, Importer: a.Importer, UploadTimeout: cfg.UploadTimeout, Logger: cfg.Logger, Now: cfg.Now,
+			TrustedProxies: cfg.TrustedProxies})
 		for pattern, h := range con.Routes() {
 			extra[pattern] = h
 		}

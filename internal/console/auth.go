@@ -3,10 +3,14 @@ package console
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/service"
 )
 
 // Sign-in, sign-out and one-time sign-in links (D19). The session is a
@@ -25,17 +29,29 @@ func sessionToken(r *http.Request) string {
 
 func (c *Console) authRoutes(mux *http.ServeMux) {
 	signin := &Page{Title: "Sign in", tmpl: c.pageTemplate("signin.html")}
+	c.signinPage = signin
 	link := &Page{Title: "Sign in with a link", tmpl: c.pageTemplate("link.html")}
+	c.chooseBrand = &Page{Title: "Choose a brand", tmpl: c.pageTemplate("choose_brand.html")}
 	mux.Handle("GET "+Prefix+"signin", c.public(signin, func(x *Ctx) error {
 		return x.RenderStatus(http.StatusOK, signinForm{Next: x.R.FormValue("next")}, "")
 	}))
 	mux.Handle("POST "+Prefix+"signin", c.public(signin, c.signIn))
+	mux.Handle("POST "+Prefix+"signin/brand", c.public(c.chooseBrand, c.signInBrand))
 	mux.Handle("POST "+Prefix+"signout", c.public(signin, c.signOut))
 	mux.Handle("GET "+Prefix+"link", c.public(link, func(x *Ctx) error {
 		// A GET only shows a button: mail scanners that follow links must
-		// not use the link up.
+		// not use the link up. It says until when the link works.
 		x.W.Header().Set("Referrer-Policy", "no-referrer")
-		return x.Render(x.R.FormValue("token"))
+		token := x.R.FormValue("token")
+		exp, err := c.Operators.LinkExpires(x, token)
+		if err != nil {
+			status, _ := statusOf(parley.ErrorCode(err))
+			if status >= 500 {
+				return err
+			}
+			return x.RenderStatus(status, linkPage{}, parley.ErrorMessage(err))
+		}
+		return x.Render(linkPage{Token: token, Expires: exp.UTC().Format("2 January 2006 at 15:04 MST")})
 	}))
 	mux.Handle("POST "+Prefix+"link", c.public(link, func(x *Ctx) error {
 		s, err := c.Operators.SignInWithLink(x, x.Form("token"))
@@ -44,7 +60,7 @@ func (c *Console) authRoutes(mux *http.ServeMux) {
 			if status >= 500 {
 				return err
 			}
-			return x.RenderStatus(status, "", parley.ErrorMessage(err))
+			return x.RenderStatus(status, linkPage{}, parley.ErrorMessage(err))
 		}
 		// A link is how an operator without a password, or who forgot
 		// theirs, gets in: its session chooses one next, without the old.
@@ -53,23 +69,64 @@ func (c *Console) authRoutes(mux *http.ServeMux) {
 	}))
 }
 
+// linkPage is what link.html shows: the link's token and when it
+// expires, or neither when it no longer works.
+type linkPage struct{ Token, Expires string }
+
 // signinForm is what signin.html shows again after a failure.
 type signinForm struct {
 	Email, Next string
 }
 
+// brandChoice is what choose_brand.html shows: a radio button per brand
+// whose operator the password matched.
+type brandChoice struct {
+	Next    string
+	Choices []service.BrandChoice
+}
+
 func (c *Console) signIn(x *Ctx) error {
 	f := signinForm{Email: x.Form("email"), Next: x.Form("next")}
-	s, err := c.Operators.SignIn(x, f.Email, x.Form("password"), clientAddr(x.R))
+	s, choices, err := c.Operators.SignIn(x, f.Email, x.Form("password"), c.clientAddr(x.R))
 	if err != nil {
-		status, _ := statusOf(parley.ErrorCode(err))
-		if status >= 500 {
-			return err
-		}
-		return x.RenderStatus(status, f, parley.ErrorMessage(err))
+		return signInFailed(x, f, err)
+	}
+	if s == nil {
+		// The password matched operators of several brands: which one?
+		// Each button carries a one-time token of its brand's operator.
+		x.page = c.chooseBrand
+		return x.Render(brandChoice{Next: f.Next, Choices: choices})
 	}
 	c.setSession(x, s.Token)
 	http.Redirect(x.W, x.R, safeNext(f.Next), http.StatusSeeOther)
+	return nil
+}
+
+// signInFailed shows the sign-in form again with the error; a busy server
+// (no password hash slot, issue #31 item 6) and the throttle say when to
+// come back in Retry-After.
+func signInFailed(x *Ctx, f signinForm, err error) error {
+	status, _ := statusOf(parley.ErrorCode(err))
+	switch {
+	case status == http.StatusServiceUnavailable && parley.ErrorCode(err) == parley.EUnavailable:
+		x.W.Header().Set("Retry-After", strconv.Itoa(int(service.DefaultHashWait/time.Second)))
+	case status >= 500:
+		return err
+	case status == http.StatusTooManyRequests:
+		x.W.Header().Set("Retry-After", "60")
+	}
+	return x.RenderStatus(status, f, parley.ErrorMessage(err))
+}
+
+// signInBrand opens the session of the brand chosen after a sign-in.
+func (c *Console) signInBrand(x *Ctx) error {
+	s, err := c.Operators.ChooseBrand(x, x.Form("choice"))
+	if err != nil {
+		x.page = c.signinPage // sign in again
+		return signInFailed(x, signinForm{Next: x.Form("next")}, err)
+	}
+	c.setSession(x, s.Token)
+	http.Redirect(x.W, x.R, safeNext(x.Form("next")), http.StatusSeeOther)
 	return nil
 }
 
@@ -110,14 +167,51 @@ func safeNext(next string) string {
 	return u.RequestURI()
 }
 
-// clientAddr is the address sign-ins are throttled by: the TCP peer. A
-// proxy's X-Forwarded-For is not trusted, as any client can send one.
-func clientAddr(r *http.Request) string {
+// clientAddr is the address sign-ins are throttled by (issue #31 item 3):
+// the TCP peer, unless the peer is a trusted proxy (--trusted-proxy). Then
+// X-Forwarded-For is read from the right, each proxy having appended the
+// address it got the request from, and the first address that is not a
+// trusted proxy's is the client: what is left of it the client may have
+// written itself. Without trusted proxies the header is ignored, as any
+// client can send one. A malformed entry ends the walk at the last proxy.
+func (c *Console) clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	if !c.trusted(host) {
+		return host
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop := strings.TrimSpace(hops[i])
+		if hop == "" {
+			continue
+		}
+		if _, err := netip.ParseAddr(hop); err != nil {
+			return host
+		}
+		if !c.trusted(hop) {
+			return hop
+		}
+		host = hop
 	}
 	return host
+}
+
+// trusted reports whether addr is in one of the trusted proxies' ranges.
+func (c *Console) trusted(addr string) bool {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range c.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // public wraps a handler that runs without a session: sign-in and links.

@@ -276,7 +276,7 @@ func TestSignInLink(t *testing.T) {
 	if _, err := e.App.Operators.Add(e.Ctx, e.BrandA.ID, "new@a.example", "agent", ""); err != nil {
 		t.Fatal(err)
 	}
-	token, err := e.App.Operators.Link(e.Ctx, "new@a.example")
+	token, err := e.App.Operators.Link(e.Ctx, e.BrandA.ID, "new@a.example")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func TestPasswordForAnOperatorWithout(t *testing.T) {
 	if _, err := e.App.Operators.Add(e.Ctx, e.BrandA.ID, "new@a.example", "agent", ""); err != nil {
 		t.Fatal(err)
 	}
-	w := e.signedInByLink(t, "new@a.example")
+	w := e.signedInByLink(t, e.BrandA.ID, "new@a.example")
 	if _, err := e.App.DB.Writer().ExecContext(e.Ctx, `UPDATE operator_tokens SET via_link = FALSE`); err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +408,7 @@ func TestPasswordForAnOperatorWithout(t *testing.T) {
 func TestSignInLinkForgottenPassword(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	w := e.signedInByLink(t, "agent@a.example") // has a password
+	w := e.signedInByLink(t, e.BrandA.ID, "agent@a.example") // has a password
 	if p := w.get("/console/password"); strings.Contains(p.Body, "Current password") {
 		t.Errorf("a link's session is asked for the password its operator forgot")
 	}

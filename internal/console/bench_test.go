@@ -34,7 +34,7 @@ func benchConsole(b *testing.B) (*apitest.Env, *bench.ConsoleSeed, *service.Sess
 	if _, err := e.App.Operators.Add(e.Ctx, seed.BrandID, "bench@example.com", parley.RoleAdmin, password); err != nil {
 		b.Fatal(err)
 	}
-	s, err := e.App.Operators.SignIn(e.Ctx, "bench@example.com", password, "bench")
+	s, _, err := e.App.Operators.SignIn(e.Ctx, "bench@example.com", password, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -62,6 +62,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -92,6 +93,9 @@ type Config struct {
 	Logger        *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client a sign-in is throttled by (--trusted-proxy).
+	TrustedProxies []netip.Prefix
 }
 
 // Console is the console's HTTP handler.
@@ -102,6 +106,9 @@ type Console struct {
 	// errorTmpl shows errors and the pages that are no registered page.
 	errorTmpl *template.Template
 	handler   http.Handler
+	// chooseBrand asks which brand after a sign-in that matched several;
+	// signinPage is the sign-in form.
+	chooseBrand, signinPage *Page
 }
 
 // New builds the console with every registered page.

@@ -109,9 +109,9 @@ func (w *web) signIn(email string) {
 
 // signedInByLink returns a client signed in with a one-time sign-in link
 // made for email, as an admin makes one (parley operator link).
-func (e *env) signedInByLink(t testing.TB, email string) *web {
+func (e *env) signedInByLink(t testing.TB, brand int64, email string) *web {
 	t.Helper()
-	token, err := e.App.Operators.Link(e.Ctx, email)
+	token, err := e.App.Operators.Link(e.Ctx, brand, email)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,11 @@ package console
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/service"
 )
 
 // The operator's own password: chosen after a one-time sign-in link, or
@@ -20,7 +23,7 @@ func init() {
 			if pw != c.Form("confirm") {
 				return renderPassword(c, http.StatusUnprocessableEntity, "The two passwords differ.")
 			}
-			err := c.Operators.ChangePassword(c, sessionToken(c.R), c.Form("current_password"), pw, clientAddr(c.R))
+			err := c.Operators.ChangePassword(c, sessionToken(c.R), c.Form("current_password"), pw, c.console.clientAddr(c.R))
 			switch parley.ErrorCode(err) {
 			case "":
 				return c.Redirect("")
@@ -28,6 +31,9 @@ func init() {
 				return renderPassword(c, http.StatusUnprocessableEntity, parley.ErrorMessage(err))
 			case parley.ERateLimited:
 				return renderPassword(c, http.StatusTooManyRequests, parley.ErrorMessage(err))
+			case parley.EUnavailable: // no password hash slot (issue #31 item 6)
+				c.W.Header().Set("Retry-After", strconv.Itoa(int(service.DefaultHashWait/time.Second)))
+				return renderPassword(c, http.StatusServiceUnavailable, parley.ErrorMessage(err))
 			}
 			return err
 		},

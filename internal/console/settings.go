@@ -212,7 +212,7 @@ func operatorAdd(c *Ctx) error {
 	if pw != "" {
 		return c.Redirect("settings?done=added")
 	}
-	token, err := c.Operators.Link(c, op.Email)
+	token, err := c.Operators.Link(c, c.BrandID(), op.Email)
 	if err != nil {
 		return err
 	}

@@ -25,18 +25,41 @@ type Operators struct {
 	SessionTTL time.Duration
 	// LinkTTL is how long a one-time sign-in link works; 0 means 24 h.
 	LinkTTL time.Duration
-	// Failed sign-ins allowed per email and per client address within
-	// ThrottleWindow before both right and wrong passwords are refused
-	// until the window ends; 0 means 5, 20 and 15 min.
-	MaxFailuresPerEmail, MaxFailuresPerClient int
-	ThrottleWindow                            time.Duration
+	// Failed sign-ins allowed per email from one client, and per client
+	// address over all emails, within ThrottleWindow before both right
+	// and wrong passwords from that client are refused until the window
+	// ends; 0 means 5, 20 and 15 min (see signinThrottle).
+	MaxFailuresPerEmailClient, MaxFailuresPerClient int
+	ThrottleWindow                                  time.Duration
+	// Hashing bounds the password hashes computed at once (issue #31
+	// item 6).
+	Hashing *HashSlots
 
 	throttle *signinThrottle
+	saltKey  []byte
 }
 
-// NewOperators returns the sign-in rules on s's database.
-func NewOperators(s *Service) *Operators {
-	return &Operators{s: s, throttle: newSigninThrottle()}
+// NewOperators returns the sign-in rules on s's database. saltKey, from
+// the server key, keys the salts of password hashes (emailSalt); nil
+// makes a random one, for tests.
+func NewOperators(s *Service, saltKey []byte) *Operators {
+	if saltKey == nil {
+		saltKey = randomSaltKey()
+	}
+	return &Operators{s: s, throttle: newSigninThrottle(defaultThrottleKeys), saltKey: saltKey,
+		Hashing: NewHashSlots(DefaultHashSlots(), DefaultHashWait)}
+}
+
+// choiceTTL is how long the brand choice of a sign-in waits for an answer.
+const choiceTTL = 5 * time.Minute
+
+// BrandChoice is a brand whose operator the email and password matched,
+// when they matched several (issue #31 item 10): Token, used once within
+// a few minutes by ChooseBrand, opens that operator's session.
+type BrandChoice struct {
+	Token     string
+	BrandID   int64
+	BrandName string
 }
 
 // Session is a signed-in operator and the token its cookie carries.
@@ -89,10 +112,14 @@ func (o *Operators) Add(ctx context.Context, brandID int64, email string, role p
 		if err := checkNewPassword(password); err != nil {
 			return nil, err
 		}
-		rec.PasswordHash = hashPassword(password)
 	}
 	if _, err := o.s.FindBrand(ctx, brandID); err != nil {
 		return nil, err
+	}
+	if password != "" {
+		if rec.PasswordHash, err = o.hashPassword(ctx, email, password); err != nil {
+			return nil, err
+		}
 	}
 	if err := o.s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.CreateOperator(ctx, rec) }); err != nil {
 		return nil, err
@@ -113,14 +140,15 @@ func (o *Operators) List(ctx context.Context, brandID int64) ([]*parley.Operator
 	return out, nil
 }
 
-// Link returns a one-time sign-in link token for the operator with email;
-// it works once, within LinkTTL.
-func (o *Operators) Link(ctx context.Context, email string) (string, error) {
+// Link returns a one-time sign-in link token for brandID's operator with
+// email; it works once, within LinkTTL, and a password set or used first
+// revokes it (issue #31 item 4).
+func (o *Operators) Link(ctx context.Context, brandID int64, email string) (string, error) {
 	email, err := NormalizeEmail(email)
 	if err != nil {
 		return "", err
 	}
-	rec, err := o.s.db.FindOperatorByEmail(ctx, email)
+	rec, err := o.s.db.FindBrandOperator(ctx, brandID, email)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", parley.Errorf(parley.ENotFound, "No operator has email %s.", email)
 	} else if err != nil {
@@ -128,49 +156,157 @@ func (o *Operators) Link(ctx context.Context, email string) (string, error) {
 	}
 	token := newToken()
 	err = o.s.db.WithTx(ctx, func(tx *store.Tx) error {
-		return tx.CreateOperatorToken(ctx, hashToken(token), rec.ID, store.TokenLink, tx.Now().Add(or(o.LinkTTL, 24*time.Hour)), false)
+		return tx.CreateOperatorToken(ctx, hashToken(token), rec.ID, store.TokenLink, tx.Now().Add(o.linkTTL()), false)
 	})
 	return token, err
 }
 
+func (o *Operators) linkTTL() time.Duration { return or(o.LinkTTL, 24*time.Hour) }
+
+// LinkExpires returns when an unused one-time sign-in link stops working,
+// without using it, for the link's page; ENotAuthenticated when it is used,
+// revoked or expired.
+func (o *Operators) LinkExpires(ctx context.Context, token string) (time.Time, error) {
+	exp, err := o.s.db.OperatorTokenExpiry(ctx, hashToken(token), store.TokenLink, o.s.db.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return time.Time{}, errLinkGone
+	}
+	return exp, err
+}
+
+var errLinkGone = parley.Errorf(parley.ENotAuthenticated, "This sign-in link was used already, was replaced by a password, or has expired. Ask an admin for a new one.")
+
 // SignIn checks an email and password and opens a session. client is the
-// caller's network address, throttled like the email (D19). Every failure
-// reads the same, so it tells nothing of which operators exist.
-func (o *Operators) SignIn(ctx context.Context, email, password, client string) (*Session, error) {
+// caller's network address (see signinThrottle). Every failure reads the
+// same, so it tells nothing of which operators exist. When the password
+// matches operators of several brands it opens no session and returns
+// the brands to choose from (ChooseBrand); only brands whose own password
+// matched are offered, and one hash is computed however many brands have
+// the email (emailSalt), so nothing tells of the others.
+func (o *Operators) SignIn(ctx context.Context, email, password, client string) (*Session, []BrandChoice, error) {
 	email = strings.ToLower(strings.TrimSpace(email))
-	emailKey, clientKey := "email:"+email, "client:"+client
-	if err := o.attempt(emailKey, clientKey); err != nil {
+	pairKey, cKey := emailClientKey(email, client), clientKey(client)
+	if err := o.attempt(pairKey, cKey); err != nil {
+		return nil, nil, err
+	}
+	matched, err := o.checkEmail(ctx, email, password)
+	if err != nil {
+		// Not a wrong password: the database failed, or no hash slot.
+		o.throttle.succeeded(pairKey)
+		o.throttle.succeeded(cKey)
+		return nil, nil, err
+	}
+	if len(matched) == 0 {
+		return nil, nil, errBadSignIn // counted by attempt
+	}
+	o.throttle.reset(pairKey)
+	o.throttle.succeeded(cKey)
+	o.refresh(ctx, email, password, matched)
+	if len(matched) == 1 {
+		s, err := o.open(ctx, &matched[0].Operator, false)
+		return s, nil, err
+	}
+	choices := make([]BrandChoice, len(matched))
+	for i, rec := range matched {
+		b, err := o.s.db.FindBrand(ctx, rec.BrandID)
+		if err != nil {
+			return nil, nil, err
+		}
+		choices[i] = BrandChoice{Token: newToken(), BrandID: b.ID, BrandName: b.Name}
+	}
+	err = o.s.db.WithTx(ctx, func(tx *store.Tx) error {
+		for i, rec := range matched {
+			if err := tx.CreateOperatorToken(ctx, hashToken(choices[i].Token), rec.ID, store.TokenChoice, tx.Now().Add(choiceTTL), false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, choices, nil
+}
+
+// checkEmail returns the operators with email whose password is pw.
+func (o *Operators) checkEmail(ctx context.Context, email, pw string) ([]*store.OperatorRecord, error) {
+	recs, err := o.s.db.FindOperatorsByEmail(ctx, email)
+	if err != nil {
 		return nil, err
 	}
-	rec, err := o.s.db.FindOperatorByEmail(ctx, email)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		// Not a wrong password: the database failed.
-		o.throttle.succeeded(emailKey)
-		o.throttle.succeeded(clientKey)
+	hashes := make([]string, len(recs))
+	for i, r := range recs {
+		hashes[i] = r.PasswordHash
+	}
+	idx, err := o.matchPasswords(ctx, email, hashes, pw)
+	if err != nil {
 		return nil, err
 	}
-	ok := false
-	if rec != nil && rec.PasswordHash != "" {
-		ok = checkPassword(rec.PasswordHash, password)
-	} else {
-		checkPassword(decoyHash(), password)
+	out := make([]*store.OperatorRecord, len(idx))
+	for i, j := range idx {
+		out[i] = recs[j]
 	}
-	if !ok {
-		return nil, errBadSignIn // counted by attempt
+	return out, nil
+}
+
+// refresh rehashes the matched passwords stored with older parameters or
+// another salt (hashes from before the email's salt), so that a later
+// sign-in of the email again takes one hash. Best effort: the sign-in
+// does not depend on it.
+func (o *Operators) refresh(ctx context.Context, email, pw string, matched []*store.OperatorRecord) {
+	var hash string
+	for _, rec := range matched {
+		if o.current(email, rec.PasswordHash) {
+			continue
+		}
+		if hash == "" {
+			var err error
+			if hash, err = o.hashPassword(ctx, email, pw); err != nil {
+				return
+			}
+		}
+		if err := o.s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.SetOperatorPassword(ctx, rec.ID, hash) }); err != nil {
+			o.s.logger.WarnContext(ctx, "operators: rehash password", "operator_id", rec.ID, "err", err)
+		}
 	}
-	o.throttle.reset(emailKey)
-	o.throttle.succeeded(clientKey)
+}
+
+// ChooseBrand uses up the token of a brand offered by SignIn and opens
+// that brand's operator's session.
+func (o *Operators) ChooseBrand(ctx context.Context, token string) (*Session, error) {
+	rec, err := o.take(ctx, token, store.TokenChoice)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, parley.Errorf(parley.ENotAuthenticated, "This choice has expired; sign in again.")
+	}
+	if err != nil {
+		return nil, err
+	}
 	return o.open(ctx, &rec.Operator, false)
 }
 
-// attempt counts a password check against the email's and the client's
-// throttles (D19) before it is made, so that guesses sent at once cannot
-// all pass before the first is counted; it refuses the check while either
-// has failed too often. A right password takes the count back.
-func (o *Operators) attempt(emailKey, clientKey string) error {
+// take uses up a one-time token of kind and returns its operator.
+func (o *Operators) take(ctx context.Context, token, kind string) (*store.OperatorRecord, error) {
+	var rec *store.OperatorRecord
+	err := o.s.db.WithTx(ctx, func(tx *store.Tx) error {
+		id, err := tx.TakeOperatorToken(ctx, hashToken(token), kind)
+		if err != nil {
+			return err
+		}
+		rec, err = tx.FindOperator(ctx, id)
+		return err
+	})
+	return rec, err
+}
+
+// attempt counts a password check against the email's (from this client)
+// and the client's throttles (D19) before it is made, so that guesses sent
+// at once cannot all pass before the first is counted; it refuses the
+// check while either has failed too often. A right password takes the
+// count back.
+func (o *Operators) attempt(pairKey, cKey string) error {
 	wait := o.throttle.attempt(or(o.ThrottleWindow, 15*time.Minute), o.s.db.Now(),
-		throttleKey{emailKey, or(o.MaxFailuresPerEmail, 5)},
-		throttleKey{clientKey, or(o.MaxFailuresPerClient, 20)})
+		throttleKey{pairKey, or(o.MaxFailuresPerEmailClient, 5)},
+		throttleKey{cKey, or(o.MaxFailuresPerClient, 20)})
 	if wait > 0 {
 		mins := int((wait + time.Minute - 1) / time.Minute)
 		return parley.Errorf(parley.ERateLimited, "Too many failed sign-ins. Try again in %d minute%s.", mins, plural(mins))
@@ -180,17 +316,9 @@ func (o *Operators) attempt(emailKey, clientKey string) error {
 
 // SignInWithLink uses up a one-time sign-in link and opens a session.
 func (o *Operators) SignInWithLink(ctx context.Context, token string) (*Session, error) {
-	var rec *store.OperatorRecord
-	err := o.s.db.WithTx(ctx, func(tx *store.Tx) error {
-		id, err := tx.TakeOperatorToken(ctx, hashToken(token), store.TokenLink)
-		if err != nil {
-			return err
-		}
-		rec, err = tx.FindOperator(ctx, id)
-		return err
-	})
+	rec, err := o.take(ctx, token, store.TokenLink)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, parley.Errorf(parley.ENotAuthenticated, "This sign-in link was used already or has expired.")
+		return nil, errLinkGone
 	}
 	if err != nil {
 		return nil, err
@@ -199,7 +327,9 @@ func (o *Operators) SignInWithLink(ctx context.Context, token string) (*Session,
 }
 
 // open opens a session for op; viaLink says a one-time sign-in link
-// opened it (see ChangePassword).
+// opened it (see ChangePassword). A sign-in with the password revokes the
+// operator's unused links: whoever holds one must not get in without the
+// password the operator now uses (issue #31 item 4).
 func (o *Operators) open(ctx context.Context, op *parley.Operator, viaLink bool) (*Session, error) {
 	token := newToken()
 	var expires time.Time
@@ -209,6 +339,11 @@ func (o *Operators) open(ctx context.Context, op *parley.Operator, viaLink bool)
 		// without a job of its own.
 		if err := tx.PurgeOperatorTokens(ctx); err != nil {
 			return err
+		}
+		if !viaLink {
+			if err := tx.DeleteOperatorTokens(ctx, op.ID, store.TokenLink); err != nil {
+				return err
+			}
 		}
 		return tx.CreateOperatorToken(ctx, hashToken(token), op.ID, store.TokenSession, expires, viaLink)
 	})
@@ -265,8 +400,9 @@ func (o *Operators) passwordSession(ctx context.Context, hash []byte) (*store.Op
 // session token and ends their other sessions: those of whoever knew the
 // old one. It asks for the current password (see passwordSession), so
 // that a session left open or stolen cannot lock its operator out; a wrong
-// one counts as a failed sign-in of the operator's email and of the
-// client's address (D19's throttle).
+// one counts as a failed sign-in of the operator's email from the client,
+// and of the client (D19's throttle). The new password revokes the
+// operator's unused one-time sign-in links (issue #31 item 4).
 func (o *Operators) ChangePassword(ctx context.Context, token, current, password, client string) error {
 	if err := checkNewPassword(password); err != nil {
 		return err
@@ -280,19 +416,31 @@ func (o *Operators) ChangePassword(ctx context.Context, token, current, password
 		if current == "" {
 			return invalid("current_password", "required")
 		}
-		emailKey, clientKey := "email:"+rec.Email, "client:"+client
-		if err := o.attempt(emailKey, clientKey); err != nil {
+		pairKey, cKey := emailClientKey(rec.Email, client), clientKey(client)
+		if err := o.attempt(pairKey, cKey); err != nil {
 			return err
 		}
-		if !checkPassword(rec.PasswordHash, current) {
+		matched, err := o.matchPasswords(ctx, rec.Email, []string{rec.PasswordHash}, current)
+		if err != nil {
+			o.throttle.succeeded(pairKey)
+			o.throttle.succeeded(cKey)
+			return err
+		}
+		if len(matched) == 0 {
 			return &parley.Error{Code: parley.EValidation, Field: "current_password", Message: "The current password is wrong."}
 		}
-		o.throttle.reset(emailKey)
-		o.throttle.succeeded(clientKey)
+		o.throttle.reset(pairKey)
+		o.throttle.succeeded(cKey)
 	}
-	newHash := hashPassword(password)
+	newHash, err := o.hashPassword(ctx, rec.Email, password)
+	if err != nil {
+		return err
+	}
 	err = o.s.db.WithTx(ctx, func(tx *store.Tx) error {
 		if err := tx.SetOperatorPassword(ctx, rec.ID, newHash); err != nil {
+			return err
+		}
+		if err := tx.DeleteOperatorTokens(ctx, rec.ID, store.TokenLink); err != nil {
 			return err
 		}
 		if err := tx.ClearSessionLink(ctx, hash); err != nil {

@@ -22,3 +22,21 @@ func (o *Operators) Remove(ctx context.Context, brandID, by, id int64) error {
 	}
 	return err
 }
+
+// RemoveByEmail deletes brandID's operator with email, ending its
+// sessions: the CLI's remove, run by whoever runs the server. Only that
+// brand's operator goes; one with the same email in another brand stays.
+func (o *Operators) RemoveByEmail(ctx context.Context, brandID int64, email string) error {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return err
+	}
+	rec, err := o.s.db.FindBrandOperator(ctx, brandID, email)
+	if err == nil {
+		err = o.s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.DeleteOperator(ctx, brandID, rec.ID) })
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return parley.Errorf(parley.ENotFound, "Brand %d has no operator with email %s.", brandID, email)
+	}
+	return err
+}

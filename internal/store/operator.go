@@ -41,7 +41,8 @@ func scanOperator(scan func(...any) error) (*OperatorRecord, error) {
 }
 
 // CreateOperator stores o (its email already normalised) and sets its ID
-// and creation time; a taken email is EDuplicate.
+// and creation time; an email the brand has already is EDuplicate. Other
+// brands' operators play no part (migration 00025).
 func (tx *Tx) CreateOperator(ctx context.Context, o *OperatorRecord) error {
 	o.DateCreated = parley.Time{Time: tx.now}
 	hash := sql.NullString{String: o.PasswordHash, Valid: o.PasswordHash != ""}
@@ -57,10 +58,21 @@ func (tx *Tx) CreateOperator(ctx context.Context, o *OperatorRecord) error {
 	return nil
 }
 
-// FindOperatorByEmail returns the operator with that (normalised) email,
-// or ErrNotFound.
-func (db *DB) FindOperatorByEmail(ctx context.Context, email string) (*OperatorRecord, error) {
-	return scanOperator(db.queryRow(ctx, `SELECT `+operatorColumns+` FROM operators WHERE email = ?`, email).Scan)
+// FindOperatorsByEmail returns the operators with that (normalised) email
+// in every brand, oldest first: the sign-in checks the password against
+// each (issue #31 item 10). None is not an error.
+func (db *DB) FindOperatorsByEmail(ctx context.Context, email string) ([]*OperatorRecord, error) {
+	rows, err := db.query(ctx, `SELECT `+operatorColumns+` FROM operators WHERE email = ? ORDER BY id`, email)
+	if err != nil {
+		return nil, fmt.Errorf("store: find operators by email: %w", err)
+	}
+	return collect(rows, scanOperator)
+}
+
+// FindBrandOperator returns brandID's operator with that (normalised)
+// email, or ErrNotFound.
+func (db *DB) FindBrandOperator(ctx context.Context, brandID int64, email string) (*OperatorRecord, error) {
+	return scanOperator(db.queryRow(ctx, `SELECT `+operatorColumns+` FROM operators WHERE brand_id = ? AND email = ?`, brandID, email).Scan)
 }
 
 // ListOperators returns the brand's operators, oldest first.
@@ -88,6 +100,9 @@ func (tx *Tx) SetOperatorPassword(ctx context.Context, id int64, hash string) er
 const (
 	TokenSession = "session"
 	TokenLink    = "link"
+	// TokenChoice lets a sign-in whose password matched operators of
+	// several brands open a session for one of them (issue #31 item 10).
+	TokenChoice = "choice"
 )
 
 // CreateOperatorToken stores a token's hash for the operator until
@@ -152,6 +167,30 @@ func (tx *Tx) DeleteOperatorToken(ctx context.Context, hash []byte) error {
 		return fmt.Errorf("store: delete operator token: %w", err)
 	}
 	return nil
+}
+
+// DeleteOperatorTokens deletes the operator's unused tokens of kind: a
+// password set or used revokes the one-time sign-in links (issue #31 item 4).
+func (tx *Tx) DeleteOperatorTokens(ctx context.Context, operatorID int64, kind string) error {
+	if _, err := tx.exec(ctx, `DELETE FROM operator_tokens WHERE operator_id = ? AND kind = ?`, operatorID, kind); err != nil {
+		return fmt.Errorf("store: delete operator tokens: %w", err)
+	}
+	return nil
+}
+
+// OperatorTokenExpiry returns when the unexpired token of kind with this
+// hash expires, without using it, or ErrNotFound.
+func (db *DB) OperatorTokenExpiry(ctx context.Context, hash []byte, kind string, now time.Time) (time.Time, error) {
+	var exp int64
+	err := db.queryRow(ctx, `SELECT expires_at FROM operator_tokens WHERE token_hash = ? AND kind = ? AND expires_at > ?`,
+		hash, kind, micros(now)).Scan(&exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, ErrNotFound
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("store: operator token expiry: %w", err)
+	}
+	return fromMicros(exp), nil
 }
 
 // FindOperator returns the operator with id, or ErrNotFound.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/console"
 )
@@ -110,5 +111,27 @@ func TestFormTooLarge(t *testing.T) {
 	}
 	if after := e.adminState(t); after != before {
 		t.Errorf("a refused form changed the database")
+	}
+}
+
+// TestConversationShowsTruncation: an inbound text cut at 1,600
+// characters says so in the contact's conversation, where an agent reads
+// it (#31 item 8); a whole one does not.
+func TestConversationShowsTruncation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, body := range []string{"short and whole", strings.Repeat("x", 1700)} {
+		if _, _, err := e.App.Service.SimulateInbound(e.Ctx, parley.Origin{Source: "test"}, e.BrandA.ID,
+			parley.SimulatedInbound{From: parley.Some("+14155550177"), Body: parley.Some(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := e.App.Service.FindUserByPhone(e.Ctx, e.BrandA.ID, "+14155550177")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.signedIn(t, "agent@a.example").get("/console/contacts/" + itoa(u.ID) + "/conversation")
+	if n := strings.Count(p.Body, "only its beginning was kept"); p.Status != http.StatusOK || n != 1 {
+		t.Errorf("conversation: %d, %d notes of a cut text, want 1\n%s", p.Status, n, p.Body)
 	}
 }

@@ -131,3 +131,41 @@ func TestSimulatorInboundCarrierText(t *testing.T) {
 		}
 	})
 }
+
+// TestTwilioStatusCarrierText: a status callback's error text is a
+// carrier's text too: NUL or invalid UTF-8 in ErrorMessage is stored
+// cleaned (not a 500 on PostgreSQL, after which the report was lost),
+// and a MessageSid with NUL names no message (#31 item 8).
+func TestTwilioStatusCarrierText(t *testing.T) {
+	t.Parallel()
+	e, _, _ := twEnv(t)
+	u := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+14155552671")})
+	m, err := e.A.SendMessage(e.Ctx, parley.MessageCreate{UserID: parley.Some(u.ID), Body: parley.Some("Hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlvWait(t, e, m.ID, parley.StatusSent)
+	path := "/providers/twilio/status"
+	post := func(form url.Values) {
+		t.Helper()
+		r := twPost(t, e, path, form, twSign(e.Server.URL+path, form))
+		if r.StatusCode/100 != 2 {
+			b, _ := io.ReadAll(r.Body)
+			t.Fatalf("status callback %v = %d %s, want 2xx", form, r.StatusCode, b)
+		}
+	}
+	before := e.State(t)
+	post(url.Values{"MessageSid": {"SM0123456789abcdef\x00"}, "MessageStatus": {"delivered"}, "AccountSid": {twSID}})
+	if e.State(t) != before {
+		t.Error("a report naming an unreadable MessageSid changed the database")
+	}
+	post(url.Values{"MessageSid": {"SM0123456789abcdef0123456789abcdef"}, "MessageStatus": {"undelivered"},
+		"ErrorCode": {"30003"}, "ErrorMessage": {"Unreachable\x00 handset \xff"}, "AccountSid": {twSID}})
+	got, err := e.A.GetMessage(e.Ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != parley.StatusUndelivered || got.ErrorMessage == nil || *got.ErrorMessage != "Unreachable\uFFFD handset \uFFFD" {
+		t.Errorf("after the report: %s, error_message %v; want undelivered with the text cleaned", got.Status, impVal(got.ErrorMessage))
+	}
+}

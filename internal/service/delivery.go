@@ -315,6 +315,15 @@ func (s *Service) setConsent(ctx context.Context, tx *store.Tx, brandID, userID 
 
 // ApplyStatus implements delivery.Sink.
 func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) error {
+	// A report is a carrier's text (#31): an id no carrier sends names no
+	// message, and the error's text is stored cleaned, never failing the
+	// engine (PostgreSQL refuses NUL), so the report is not lost.
+	if !cleanID(u.ProviderID) {
+		s.logger.Info("status update with an unreadable provider id: ignored", "provider", s.provider.Name())
+		return nil
+	}
+	u.ErrorCode, _ = parley.CarrierText(u.ErrorCode)
+	u.ErrorMessage, _ = parley.CarrierText(u.ErrorMessage)
 	m, err := s.db.FindMessageByProviderID(ctx, s.provider.Name(), u.ProviderID)
 	if errors.Is(err, store.ErrNotFound) && u.MessageID != 0 {
 		// One read decides, so a send recorded between two reads cannot

@@ -105,8 +105,8 @@ func TestFormTooLarge(t *testing.T) {
 			t.Errorf("POST %s of 1 MiB + 1: %d %q, want 413 saying the form is too large\n%.500s", path, p.Status, p.h1(), p.Body)
 		}
 	}
-	if p := w.post("/console/segments/new", form(console.MaxForm)); p.Status == http.StatusRequestEntityTooLarge ||
-		!strings.Contains(p.Body, "name") {
+	if p := w.post("/console/segments/new", form(console.MaxForm)); p.Status != http.StatusUnprocessableEntity ||
+		!strings.Contains(p.Body, "name: at most "+itoa(parley.MaxSegmentName)+" characters") {
 		t.Errorf("POST of exactly 1 MiB: %d, want the form read (its name refused as too long)\n%.500s", p.Status, p.Body)
 	}
 	if after := e.adminState(t); after != before {

@@ -66,6 +66,10 @@ const MaxCampaignName = 100
 // more likely a mistake than a wish to send at once.
 const SendAtGrace = 60 * time.Second
 
+// SendAtLatest is the latest send_at a campaign created at now may have
+// (D16): the same date and time a year later.
+func SendAtLatest(now time.Time) time.Time { return now.AddDate(1, 0, 0) }
+
 // CampaignCreate is the body of POST /campaigns (D16). SendAt is an RFC
 // 3339 date-time; absent or null means now.
 type CampaignCreate struct {

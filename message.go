@@ -56,6 +56,9 @@ type Message struct {
 	// ScheduledAt is when a MARKETING message held outside the recipient's
 	// sending window will go (D17); nil unless it was held.
 	ScheduledAt *Time `json:"scheduled_at"`
+	// BodyTruncated is true when an inbound text was longer than
+	// MaxMessageBody characters and Body holds its beginning (#31).
+	BodyTruncated bool `json:"body_truncated"`
 }
 
 // MessageCreate is the body of POST /messages.

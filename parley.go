@@ -26,6 +26,14 @@ func NewTime(t time.Time) Time { return Time{t.UTC().Truncate(time.Microsecond)}
 
 var _ json.Marshaler = Time{}
 
+// InYearRange reports whether t falls in years 1–9999 UTC: the instants
+// RFC 3339 can write, so every client can read them back. Every time or
+// date the API stores from input is held to it (#31).
+func InYearRange(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
+}
+
 // MarshalJSON implements json.Marshaler.
 func (t Time) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, len(TimeFormat)+2)

@@ -515,7 +515,7 @@ func checkValueMember(c *SegmentCriterion, typ int64, bad func(member, rule stri
 		}
 	case want == "date_field_value":
 		if _, ok := ParseCriterionDate(*c.DateFieldValue); !ok {
-			return bad(want, "must be a date YYYY-MM-DD")
+			return bad(want, "must be a date YYYY-MM-DD, year 0001 to 9999")
 		}
 	}
 	return nil
@@ -533,5 +533,5 @@ func ParseCriterionDate(s string) (time.Time, bool) {
 		}
 	}
 	t, err := time.Parse("2006-01-02", s)
-	return t, err == nil
+	return t, err == nil && InYearRange(t) // not year 0000 (#31)
 }

@@ -6,8 +6,6 @@ package app
 import (
 	"cmp"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -217,12 +215,15 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if a.Bucket, err = openBucket(ctx, cfg); err != nil {
 		return nil, err
 	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte("parley media links"))
+	// Media links are signed under a subkey of their own (issue #31), as
+	// the idempotency answers are sealed: each use of the server key has
+	// its own. Links signed before (24 h at most, fetched by the provider
+	// at once) stop working at the upgrade.
+	mediaKey := secretbox.DeriveKey(key, "parley media links")
 	// The service enqueues through the queue, and the queue's workers call
 	// the service: the queue is set once both exist.
 	enq := &lateQueue{}
-	a.Service = service.New(a.DB, enq, a.Bucket, box, mac.Sum(nil))
+	a.Service = service.New(a.DB, enq, a.Bucket, box, mediaKey)
 	a.Service.PhoneMode = mode
 	a.Service.MaxFileSize = cfg.MaxFileSize
 	a.Importer = service.NewImporter(a.Service, enq)

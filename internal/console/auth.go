@@ -219,10 +219,8 @@ func (c *Console) public(p *Page, h Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		x := &Ctx{Context: r.Context(), W: w, R: r, Service: c.Service, Operators: c.Operators,
 			Now: c.Now(), page: p, console: c}
-		if !formTextOK(x) {
-			if err := x.refuseFormText(); err != nil {
-				c.Logger.ErrorContext(r.Context(), "console: error page failed", "err", err)
-			}
+		if err := x.checkForm(); err != nil {
+			c.answerError(x, err)
 			return
 		}
 		if err := h(x); err != nil {

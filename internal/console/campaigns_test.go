@@ -57,6 +57,9 @@ func TestCampaignForm(t *testing.T) {
 	}{
 		{"PastSendAt", campaignForm("Sale", seg.ID, "Hi", "2026-06-10T11:58"), "send_at", "send_at: more than 60 seconds in the past"},
 		{"NoSendAt", campaignForm("Sale", seg.ID, "Hi", " "), "send_at", "choose a date and time"},
+		// At most a year ahead (D16, #31 item 9): now is 12:00 in Chicago.
+		{"SendAtAYearAndAMinute", campaignForm("Sale", seg.ID, "Hi", "2027-06-10T12:01"), "send_at", "send_at: more than one year ahead"},
+		{"SendAtYear9999", campaignForm("Sale", seg.ID, "Hi", "9999-12-31T23:59"), "send_at", "send_at: more than one year ahead"},
 		{"ArchivedSegment", campaignForm("Sale", archived.ID, "Hi", ""), "segment_id", "is archived"},
 		{"OtherBrandsSegment", campaignForm("Sale", theirs.ID, "Hi", ""), "segment_id", "not found"},
 		{"NoSegment", url.Values{"name": {"Sale"}, "body": {"Hi"}, "when": {"now"}}, "segment_id", "segment_id: required"},

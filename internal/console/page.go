@@ -61,10 +61,11 @@ type Ctx struct {
 // BrandID is the brand every call of the page must be scoped to.
 func (c *Ctx) BrandID() int64 { return c.Operator.BrandID }
 
-// Form returns a posted form value (the body is bounded to 1 MiB).
+// Form returns a posted form value; checkForm has read the form (bounded
+// to MaxForm) before the handler runs.
 func (c *Ctx) Form(key string) string {
 	if c.R.Form == nil {
-		c.R.Body = http.MaxBytesReader(c.W, c.R.Body, 1<<20)
+		c.R.Body = http.MaxBytesReader(c.W, c.R.Body, MaxForm)
 		c.R.ParseForm()
 	}
 	return c.R.PostFormValue(key)
@@ -154,6 +155,8 @@ func statusOf(code string) (int, string) {
 		return http.StatusConflict, "Conflict"
 	case parley.EPayloadTooLarge:
 		return http.StatusRequestEntityTooLarge, "Too large"
+	case parley.EInvalidRequest:
+		return http.StatusBadRequest, "Bad request"
 	case parley.EUnavailable:
 		return http.StatusServiceUnavailable, "Unavailable"
 	case parley.EInternal:
@@ -182,9 +185,7 @@ func (c *Console) page(p *Page, h Handler) http.Handler {
 				err = x.Redirect(p.AgentRedirect)
 			} else if p.Admin && !op.IsAdmin() {
 				err = x.Forbidden("This page is for admins only. Ask an admin of your brand for access.")
-			} else if !formTextOK(x) {
-				err = x.refuseFormText()
-			} else {
+			} else if err = x.checkForm(); err == nil {
 				err = h(x)
 			}
 		}

@@ -105,7 +105,10 @@ const simReplyHeader = "Parley-Sim-Reply"
 
 func (s *Server) simulateInbound(w http.ResponseWriter, r *http.Request, req *request) error {
 	var in parley.SimulatedInbound
-	if err := decodeJSON(req.body, &in, nil); err != nil {
+	if err := decodeJSONObject(req.body, &in, nil); err != nil {
+		return err
+	}
+	if err := checkText(req.body, "body"); err != nil {
 		return err
 	}
 	return answer(w, r, req, http.StatusCreated, func(ctx context.Context) (*parley.Message, error) {

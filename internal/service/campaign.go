@@ -115,6 +115,12 @@ func checkCampaign(in parley.CampaignCreate, now time.Time) (*parley.Campaign, e
 		if at.Before(now.Add(-parley.SendAtGrace)) {
 			return nil, invalid("send_at", "more than 60 seconds in the past; send null (or leave it out) to send now")
 		}
+		// The year bound is implied today; it stays in case the horizon
+		// grows: a year past 9999 cannot be written back (#31).
+		if at.After(parley.SendAtLatest(now)) || !parley.InYearRange(at) {
+			return nil, invalid("send_at", "more than one year ahead (at most "+
+				parley.SendAtLatest(now).UTC().Format(time.RFC3339)+")")
+		}
 		c.SendAt = parley.NewTime(at)
 	}
 	if c.Body == "" && len(c.MediaItemUUIDs) == 0 {

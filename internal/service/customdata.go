@@ -156,7 +156,7 @@ func checkScalar(typ int, v json.RawMessage) string {
 				return ""
 			}
 		}
-		return "must be a date string MM/DD/YYYY or YYYY-MM-DD (DATE field)"
+		return "must be a date string MM/DD/YYYY or YYYY-MM-DD, year 0001 to 9999 (DATE field)"
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/delivery"
@@ -314,6 +315,15 @@ func (s *Service) setConsent(ctx context.Context, tx *store.Tx, brandID, userID 
 
 // ApplyStatus implements delivery.Sink.
 func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) error {
+	// A report is a carrier's text (#31): an id no carrier sends names no
+	// message, and the error's text is stored cleaned, never failing the
+	// engine (PostgreSQL refuses NUL), so the report is not lost.
+	if !cleanID(u.ProviderID) {
+		s.logger.Info("status update with an unreadable provider id: ignored", "provider", s.provider.Name())
+		return nil
+	}
+	u.ErrorCode, _ = parley.CarrierText(u.ErrorCode)
+	u.ErrorMessage, _ = parley.CarrierText(u.ErrorMessage)
 	m, err := s.db.FindMessageByProviderID(ctx, s.provider.Name(), u.ProviderID)
 	if errors.Is(err, store.ErrNotFound) && u.MessageID != 0 {
 		// One read decides, so a send recorded between two reads cannot
@@ -389,6 +399,13 @@ const (
 // the user when the number is new), applies opt-out and opt-in keywords,
 // and returns the reply.
 func (s *Service) ReceiveInbound(ctx context.Context, in delivery.Inbound) (string, error) {
+	// A number or id no carrier sends (a control character, invalid UTF-8)
+	// is not matched against the database, where PostgreSQL would fail on it.
+	if !cleanID(in.To) {
+		s.logger.Info("inbound message to an unreadable number: ignored")
+		return "", nil
+	}
+	in.ProviderID, _ = parley.CarrierText(in.ProviderID)
 	brand, replies, err := s.db.FindBrandByPhone(ctx, in.To)
 	if errors.Is(err, store.ErrNotFound) {
 		s.logger.Info("inbound message to an unknown number: ignored", "to_suffix", lastDigits(in.To))
@@ -409,6 +426,7 @@ func (s *Service) ReceiveInbound(ctx context.Context, in delivery.Inbound) (stri
 
 // receive stores in, a message from the E.164 number in.From to brand,
 // creating the user when the number is new, applies the keywords of D12,
+// with its text made storable and cut to length (parley.CarrierText, #31),
 // and returns the stored message and the reply. Every inbound path — a
 // carrier's callback, the simulator — comes through here. The message is
 // the transaction's answer (an Idempotency-Key's, D13).
@@ -416,6 +434,8 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 	if in.At.IsZero() {
 		in.At = s.db.Now()
 	}
+	body, truncated := parley.CarrierText(in.Body)
+	in.Body = body
 	var msg *parley.Message
 	var reply string
 	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
@@ -433,7 +453,7 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 		}
 		at := parley.NewTime(in.At)
 		m := &parley.Message{BrandID: brand.ID, UserID: u.ID, Direction: parley.DirectionInbound,
-			Status: parley.StatusDelivered, Body: in.Body, MediaItemUUIDs: []string{}, Type: parley.TypeConversational,
+			Status: parley.StatusDelivered, Body: in.Body, BodyTruncated: truncated, MediaItemUUIDs: []string{}, Type: parley.TypeConversational,
 			DateCreated: parley.Time{Time: tx.Now()}, DateSent: &at, DateDelivered: &at}
 		fresh, err := tx.InsertInbound(ctx, m, s.provider.Name(), in.ProviderID)
 		if err != nil {
@@ -466,6 +486,12 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 		return nil, "", err
 	}
 	return msg, reply, nil
+}
+
+// cleanID reports whether s is text an id or number can be: valid UTF-8
+// without control characters.
+func cleanID(s string) bool {
+	return utf8.ValidString(s) && parley.ControlCharRule(s, false) == ""
 }
 
 func orDefault(custom, format, brand string) string {

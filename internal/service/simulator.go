@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/delivery"
@@ -25,11 +23,10 @@ func (s *Service) SimulateInbound(ctx context.Context, o parley.Origin, brandID 
 		return nil, "", &parley.Error{Code: parley.EInvalidPhoneNumber,
 			Message: "from: Invalid phone number [" + in.From.Value + "] provided.", Field: "from"}
 	}
-	switch {
-	case !in.Body.Valid || in.Body.Value == "":
+	// The body is a carrier's text: stored, never refused, whatever its
+	// characters and length (parley.CarrierText in receive, #31).
+	if !in.Body.Valid || in.Body.Value == "" {
 		return nil, "", invalid("body", "required: a non-empty string")
-	case utf8.RuneCountInString(in.Body.Value) > parley.MaxMessageBody:
-		return nil, "", invalid("body", "at most "+strconv.Itoa(parley.MaxMessageBody)+" characters")
 	}
 	brand, replies, err := s.db.FindBrandWithReplies(ctx, brandID)
 	if err != nil {

@@ -90,8 +90,8 @@ func parseDate(v, layout string) (time.Time, bool) {
 			return time.Time{}, false
 		}
 	}
-	t, err := time.Parse(layout, v) // rejects 02/30 and 13/01
-	return t, err == nil
+	t, err := time.Parse(layout, v)               // rejects 02/30 and 13/01
+	return t, err == nil && parley.InYearRange(t) // and year 0000 (#31)
 }
 
 func checkChannel(o parley.Optional[string]) (*string, error) {

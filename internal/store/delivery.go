@@ -213,7 +213,10 @@ func (tx *Tx) InsertInbound(ctx context.Context, m *parley.Message, provider, pr
 	if err := tx.InsertMessage(ctx, m); err != nil {
 		return false, err
 	}
-	_, err := tx.exec(ctx, `UPDATE messages SET provider = ?, provider_id = ? WHERE id = ?`, provider, nullIfEmpty(providerID), m.ID)
+	// Only an inbound text can be truncated (#31): its flag is set here
+	// rather than in every insert.
+	_, err := tx.exec(ctx, `UPDATE messages SET provider = ?, provider_id = ?, body_truncated = ? WHERE id = ?`,
+		provider, nullIfEmpty(providerID), m.BodyTruncated, m.ID)
 	return true, err
 }
 

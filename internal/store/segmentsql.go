@@ -468,36 +468,47 @@ var cmpSymbols = map[int64]string{
 // an index on the column could serve.
 func (c *compiler) compareDate(w *sqlw, f field, op int64, cr *parley.SegmentCriterion, bad func(string) error) error {
 	day := func(t time.Time) string { return t.Format("2006-01-02") }
-	// between writes from ≤ value < to (days); a zero bound is open.
-	between := func(from, to time.Time) {
-		if f.stamp {
-			if !from.IsZero() {
-				f.value(w)
-				w.s(" >= ").a(dayMicros(from))
-			}
-			if !from.IsZero() && !to.IsZero() {
-				w.s(" AND ")
-			}
-			if !to.IsZero() {
-				f.value(w)
-				w.s(" < ").a(dayMicros(to))
-			}
+	// between writes from ≤ value < to (days); a nil bound is open. A day
+	// past year 9999 bounds nothing stored (#31): as to it is open, as
+	// from it matches nothing. Both open is every present value.
+	between := func(from, to *time.Time) {
+		if to != nil && !parley.InYearRange(*to) {
+			to = nil
+		}
+		switch {
+		case from != nil && !parley.InYearRange(*from):
+			w.s("1 = 0")
+			return
+		case from == nil && to == nil:
+			w.s("1 = 1")
 			return
 		}
 		v := c.text(f.value)
-		if !from.IsZero() {
-			v(w)
-			w.s(" >= ").a(day(from))
+		if f.stamp {
+			v = f.value
 		}
-		if !from.IsZero() && !to.IsZero() {
+		if from != nil {
+			v(w)
+			if f.stamp {
+				w.s(" >= ").a(dayMicros(*from))
+			} else {
+				w.s(" >= ").a(day(*from))
+			}
+		}
+		if from != nil && to != nil {
 			w.s(" AND ")
 		}
-		if !to.IsZero() {
+		if to != nil {
 			v(w)
-			w.s(" < ").a(day(to))
+			if f.stamp {
+				w.s(" < ").a(dayMicros(*to))
+			} else {
+				w.s(" < ").a(day(*to))
+			}
 		}
 	}
-	var none time.Time
+	var none *time.Time
+	at := func(t time.Time) *time.Time { return &t }
 	if op >= parley.OpInLastDays {
 		if cr.IntFieldValue == nil || *cr.IntFieldValue < 0 || *cr.IntFieldValue > parley.MaxDays {
 			return bad("int_field_value")
@@ -505,9 +516,9 @@ func (c *compiler) compareDate(w *sqlw, f field, op int64, cr *parley.SegmentCri
 		n := int(*cr.IntFieldValue)
 		switch op {
 		case parley.OpInLastDays: // today − N … today
-			between(c.today.AddDate(0, 0, -n), c.today.AddDate(0, 0, 1))
+			between(at(c.today.AddDate(0, 0, -n)), at(c.today.AddDate(0, 0, 1)))
 		case parley.OpMoreThanDaysAgo: // before today − N
-			between(none, c.today.AddDate(0, 0, -n))
+			between(none, at(c.today.AddDate(0, 0, -n)))
 		case parley.OpAnniversaryWithinDays:
 			c.anniversary(w, f, n)
 		default:
@@ -525,15 +536,15 @@ func (c *compiler) compareDate(w *sqlw, f field, op int64, cr *parley.SegmentCri
 	next := d.AddDate(0, 0, 1)
 	switch op {
 	case parley.OpEquals:
-		between(d, next)
+		between(at(d), at(next))
 	case parley.OpGreaterThan:
-		between(next, none)
+		between(at(next), none)
 	case parley.OpGreaterOrEqual:
-		between(d, none)
+		between(at(d), none)
 	case parley.OpLessThan:
-		between(none, d)
+		between(none, at(d))
 	case parley.OpLessOrEqual:
-		between(none, next)
+		between(none, at(next))
 	default:
 		return bad("operator_type")
 	}

@@ -364,6 +364,24 @@ func TestInbound(t *testing.T) {
 	}
 }
 
+// TestInboundAnyText: a carrier's text is never refused at the door (#31
+// item 8): a Body with NUL, invalid UTF-8 or thousands of characters
+// reaches the sink as sent, which stores it cleaned and cut
+// (parley.CarrierText; TestTwilioInboundCarrierText in internal/httpapi).
+func TestInboundAnyText(t *testing.T) {
+	for _, body := range []string{"a\x00b", "\x1b[31m\x07", "caf\xe9", strings.Repeat("x", 5000)} {
+		sink := &fakeSink{}
+		h := newProvider(t, twilio.Config{}).InboundHandler(sink)
+		if w := serve(h, signed("/providers/twilio/inbound", inboundForm(body))); w.Code != http.StatusOK {
+			t.Errorf("Body %.20q: status %d %q, want 200", body, w.Code, w.Body)
+			continue
+		}
+		if len(sink.inbounds) != 1 || sink.inbounds[0].Body != body {
+			t.Errorf("Body %.20q: the sink got %+v", body, sink.inbounds)
+		}
+	}
+}
+
 func TestInboundMediaWithoutNumMedia(t *testing.T) {
 	form := inboundForm("", "https://m/1", "https://m/2")
 	form.Del("NumMedia")

@@ -235,6 +235,7 @@ func TestAnswers(t *testing.T) {
 		{"date that does not exist", `{"birthday":"1990-02-30"}`, map[string]string{}},
 		{"date with a time", `{"birthday":"1990-03-03T00:00:00Z"}`, map[string]string{}},
 		{"date without zero padding", `{"birthday":"1990-3-3"}`, map[string]string{}},
+		{"date in year 0000", `{"birthday":"0000-01-01"}`, map[string]string{}}, // #31 item 9: years 0001–9999 only
 		{"control characters", `{"nickname":"Ann\u0000ie"}`, map[string]string{}},
 		{"too long", `{"nickname":"` + strings.Repeat("a", 501) + `"}`, map[string]string{}},
 		{"unicode kept as is", `{"nickname":"Zoë <3 & co"}`, map[string]string{"nickname": `"Zoë <3 & co"`}},

@@ -155,7 +155,7 @@ func scalar(typ int, enum []string, v json.RawMessage) (json.RawMessage, string)
 			return nil, "not a string (DATE field)"
 		}
 		t, err := time.Parse("2006-01-02", strings.TrimSpace(s))
-		if err != nil {
+		if err != nil || !parley.InYearRange(t) {
 			return nil, "not a date YYYY-MM-DD (DATE field)"
 		}
 		us := t.Format("01/02/2006") // as the rules extractor writes dates

@@ -84,6 +84,9 @@ type Config struct {
 	// Unavailable reports errors that mean the database cannot answer now;
 	// they are 503 service_unavailable instead of 500.
 	Unavailable func(error) bool
+	// StorageFull reports errors that mean a disk is full (the database's
+	// or the media's); they are 503 service_unavailable too, saying so.
+	StorageFull func(error) bool
 	// AdminService and AdminToken enable the operators' API under /admin/v1
 	// (D10); without a token it is not served at all.
 	AdminService Admin

@@ -285,7 +285,8 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		if extra == nil {
 			extra = map[string]http.Handler{}
 		}
-		con := console.New(console.Config{Service: a.Service, Operators: a.Operators, Importer: a.Importer, UploadTimeout: cfg.UploadTimeout, Logger: cfg.Logger, Now: cfg.Now})
+		con := console.New(console.Config{Service: a.Service, Operators: a.Operators, Importer: a.Importer, UploadTimeout: cfg.UploadTimeout, Logger: cfg.Logger, Now: cfg.Now,
+			StorageFull: store.IsStorageFull})
 		for pattern, h := range con.Routes() {
 			extra[pattern] = h
 		}

@@ -92,6 +92,9 @@ type Config struct {
 	Logger        *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// StorageFull reports errors that mean a disk is full: 503 with
+	// Retry-After, as the API answers (issue #31 item 15).
+	StorageFull func(error) bool
 }
 
 // Console is the console's HTTP handler.

@@ -29,7 +29,8 @@ type MediaOpener interface {
 	OpenMedia(ctx context.Context, brand, id, expires, sig string) (*parley.File, io.ReadCloser, error)
 }
 
-// Pinger reports whether the database answers, for /readyz.
+// Pinger reports whether the database answers, and takes writes after
+// one failed for want of space, for /readyz.
 type Pinger interface {
 	Ping(ctx context.Context) error
 }

@@ -87,7 +87,10 @@ func (db *DB) AwaitWritable(ctx context.Context, err error) {
 	}
 	done := ctx.Done()
 	for {
-		if db.probeWrite(context.WithoutCancel(ctx)) == nil {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		err := db.probeWrite(pctx)
+		cancel()
+		if err == nil {
 			return
 		}
 		select {

@@ -206,7 +206,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		}
 	}()
 	if a.DB, err = OpenDB(ctx, cfg.DB, store.Options{MaxConns: cfg.DBMaxConns, MaxReadConns: cfg.DBMaxConns,
-		AnswerBox: answers, LegacyAnswerBox: box}); err != nil {
+		AnswerBox: answers, LegacyAnswerBox: box, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	if cfg.Now != nil {
@@ -269,7 +269,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	var wc *jobs.WorkerConfig
 	if cfg.Role != "api" {
 		wc = &jobs.WorkerConfig{Deliverer: a.Service, Webhooks: a.Service, Purger: a.DB, Concurrency: cfg.Workers, RescueAfter: cfg.JobRescueAfter,
-			Campaigns: a.Service, Logger: slog.New(slog.DiscardHandler)}
+			Campaigns: a.Service, Logger: slog.New(slog.DiscardHandler), Gate: a.DB}
 		// Campaigns (D16): a claim older than the rescue delay is one whose
 		// sender died, as a job silent that long is.
 		a.Service.SetCampaigns(cfg.CampaignBatch, cmp.Or(cfg.JobRescueAfter, time.Minute))
@@ -297,7 +297,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 			extra = map[string]http.Handler{}
 		}
 		con := console.New(console.Config{Service: a.Service, Operators: a.Operators, Importer: a.Importer, UploadTimeout: cfg.UploadTimeout, Logger: cfg.Logger, Now: cfg.Now,
-			TrustedProxies: cfg.TrustedProxies})
+			TrustedProxies: cfg.TrustedProxies, StorageFull: store.IsStorageFull})
 		for pattern, h := range con.Routes() {
 			extra[pattern] = h
 		}
@@ -327,6 +327,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Imports:          a.Importer,
 		MaxImportBody:    cfg.MaxImportSize + 1<<20,
 		Unavailable:      store.IsUnavailable,
+		StorageFull:      store.IsStorageFull,
 		ReplayProtection: !cfg.NoReplayProtection,
 		Idempotency:      a.DB,
 		Signatures:       a.DB,
@@ -355,10 +356,17 @@ func (a *App) Start(ctx context.Context) error {
 	if a.Config.Role == "api" {
 		return nil
 	}
-	ctx, a.stop = context.WithCancel(context.WithoutCancel(ctx))
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	if err := a.Queue.Start(ctx); err != nil {
+		// Not a.stop: Close would wait for background work that never
+		// ran. The queue may have started before failing (a full disk).
+		stop()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		a.Queue.Stop(sctx)
+		cancel()
 		return err
 	}
+	a.stop = stop
 	a.done = make(chan struct{})
 	go func() {
 		defer close(a.done)
@@ -494,9 +502,26 @@ func openBucket(ctx context.Context, cfg Config) (*blob.Bucket, error) {
 		}
 		u += "?" + url.Values{"create_dir": {"true"}}.Encode()
 	}
+	u = localTemp(u)
 	b, err := blob.OpenBucket(ctx, u)
 	if err != nil {
 		return nil, fmt.Errorf("app: blob store %q: %w", u, err)
 	}
 	return b, nil
+}
+
+// localTemp makes a file:// bucket write its temporary files beside their
+// destination, not in os.TempDir: fileblob renames them into place, and a
+// rename across filesystems (a data directory on a container volume or
+// another disk) fails with "invalid cross-device link" (issue #31 item 14).
+// An operator's own no_tmp_dir stands.
+func localTemp(bucketURL string) string {
+	u, err := url.Parse(bucketURL)
+	if err != nil || u.Scheme != "file" || u.Query().Has("no_tmp_dir") {
+		return bucketURL // a bad URL is OpenBucket's to report
+	}
+	q := u.Query()
+	q.Set("no_tmp_dir", "true")
+	u.RawQuery = q.Encode()
+	return u.String()
 }

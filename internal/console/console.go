@@ -96,6 +96,9 @@ type Config struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client a sign-in is throttled by (--trusted-proxy).
 	TrustedProxies []netip.Prefix
+	// StorageFull reports errors that mean a disk is full: 503 with
+	// Retry-After, as the API answers (issue #31 item 15).
+	StorageFull func(error) bool
 }
 
 // Console is the console's HTTP handler.

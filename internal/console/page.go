@@ -199,6 +199,11 @@ func (c *Console) page(p *Page, h Handler) http.Handler {
 // other error as a 500 that leaks nothing (and is logged).
 func (c *Console) answerError(x *Ctx, err error) {
 	code := parley.ErrorCode(err)
+	if code == parley.EInternal && c.StorageFull != nil && c.StorageFull(err) {
+		c.Logger.WarnContext(x, "console: storage full", "path", x.R.URL.Path, "err", err)
+		code, err = parley.EUnavailable, parley.Errorf(parley.EUnavailable, "The server's storage is full. Try again later.")
+		x.W.Header().Set("Retry-After", "5")
+	}
 	if code == parley.EInternal {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {

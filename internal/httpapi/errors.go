@@ -38,6 +38,10 @@ var statusOf = map[string]int{
 	parley.ECampaignNotCancelable: http.StatusConflict,
 }
 
+// retryUnavailable is the Retry-After of a 503 (seconds): a database
+// that comes back, or a disk with space again, serves within it.
+const retryUnavailable = "5"
+
 // errorBody is the envelope of every error (spec "Errors").
 type errorBody struct {
 	Detail errorDetail `json:"detail"`
@@ -57,6 +61,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		err = &parley.Error{Code: parley.ENotAuthenticated, Message: se.Error()}
 	}
 	code := parley.ErrorCode(err)
+	if code == parley.EInternal && s.StorageFull != nil && s.StorageFull(err) {
+		// Checked first: PostgreSQL's disk_full is also a class 53
+		// "insufficient resources", which Unavailable takes.
+		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "storage full",
+			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
+		err = parley.Errorf(parley.EUnavailable, "Service unavailable: the server's storage is full. Try again later.")
+		code = parley.EUnavailable
+	}
 	if code == parley.EInternal && s.Unavailable != nil && s.Unavailable(err) {
 		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "database unavailable",
 			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
@@ -66,6 +78,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, ok := statusOf[code]
 	if !ok {
 		status = http.StatusInternalServerError
+	}
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		// When to try again, for clients and proxies that read it; a
+		// handler that knows better has set its own.
+		w.Header().Set("Retry-After", retryUnavailable)
 	}
 	var field string
 	var pe *parley.Error

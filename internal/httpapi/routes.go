@@ -170,7 +170,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	if err := s.DB.Ping(ctx); err != nil {
-		s.writeError(w, r, parley.Errorf(parley.EUnavailable, "Database unreachable."))
+		msg := "Database unreachable."
+		if s.StorageFull != nil && s.StorageFull(err) {
+			msg = "Storage full: writes fail."
+		}
+		s.writeError(w, r, parley.Errorf(parley.EUnavailable, "%s", msg))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -29,7 +29,8 @@ type MediaOpener interface {
 	OpenMedia(ctx context.Context, brand, id, expires, sig string) (*parley.File, io.ReadCloser, error)
 }
 
-// Pinger reports whether the database answers, for /readyz.
+// Pinger reports whether the database answers, and takes writes after
+// one failed for want of space, for /readyz.
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
@@ -84,6 +85,9 @@ type Config struct {
 	// Unavailable reports errors that mean the database cannot answer now;
 	// they are 503 service_unavailable instead of 500.
 	Unavailable func(error) bool
+	// StorageFull reports errors that mean a disk is full (the database's
+	// or the media's); they are 503 service_unavailable too, saying so.
+	StorageFull func(error) bool
 	// AdminService and AdminToken enable the operators' API under /admin/v1
 	// (D10); without a token it is not served at all.
 	AdminService Admin

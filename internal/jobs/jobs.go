@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/parleyhq/parley/internal/webhook"
 )
@@ -102,6 +103,34 @@ type WorkerConfig struct {
 	// no LISTEN/NOTIFY); default 50 ms.
 	PollInterval time.Duration
 	Logger       *slog.Logger
+	// Gate, when set, holds the outcome of a job that failed for want of
+	// disk space until the database takes writes again (see writeGate).
+	Gate WriteGate
+}
+
+// WriteGate waits, after a write failed for want of space, until writes
+// succeed again (the store implements it).
+type WriteGate interface {
+	AwaitWritable(ctx context.Context, err error)
+}
+
+// writeGate holds a job's failure while the disk is full. River records
+// an outcome with a write, gives up after three tries in about 7 s, and
+// leaves the job running until it is rescued as a crashed one, a minute
+// later: sending resumed about 55 s after space came back. Held, the
+// failure is recorded as soon as it can be, and the job is retried a
+// second later (issue #31 item 15).
+type writeGate struct {
+	river.MiddlewareDefaults
+	g WriteGate
+}
+
+func (m *writeGate) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+	err := doInner(ctx)
+	if err != nil {
+		m.g.AwaitWritable(ctx, err)
+	}
+	return err
 }
 
 // Held is what a Deliverer returns to put a message off until a later
@@ -166,6 +195,9 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 		cfg.FetchPollInterval = cmp.Or(w.PollInterval, 50*time.Millisecond)
 		cfg.FetchCooldown = 5 * time.Millisecond
 		cfg.Logger = w.Logger
+		if w.Gate != nil {
+			cfg.Middleware = append(cfg.Middleware, &writeGate{g: w.Gate})
+		}
 		if w.Imports != nil {
 			addImports(workers, cfg, w.Imports)
 		}

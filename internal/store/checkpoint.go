@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"log/slog"
 	"sync"
 	"time"
 )
@@ -33,12 +32,13 @@ const (
 // checkpointEvery, on a connection of its own, until closed.
 type checkpointer struct {
 	db       *sql.DB
+	owner    *DB // told of a full disk; its logger reports failures
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
 }
 
-func startCheckpointer(dsn string) (*checkpointer, error) {
+func startCheckpointer(dsn string, owner *DB) (*checkpointer, error) {
 	db, err := openSQLiteDB(dsn)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func startCheckpointer(dsn string) (*checkpointer, error) {
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxIdleTime(0)
-	c := &checkpointer{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &checkpointer{db: db, owner: owner, stop: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c, nil
 }
@@ -55,6 +55,7 @@ func (c *checkpointer) run() {
 	defer close(c.done)
 	t := time.NewTicker(checkpointEvery)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-c.stop:
@@ -64,9 +65,20 @@ func (c *checkpointer) run() {
 		// Busy: the writer is running its backstop checkpoint; the next
 		// tick goes on.
 		_, err := c.db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
-		if err != nil && !IsUnavailable(err) {
-			slog.Warn("store: WAL checkpoint", "error", err)
+		if IsUnavailable(err) {
+			continue
 		}
+		c.owner.noteWrite(err)
+		// Through the store's logger (JSON in production), and once per
+		// change, not every tick of a disk that stays full (issue #31
+		// item 15).
+		switch {
+		case err != nil && !failing:
+			c.owner.logger.Warn("store: WAL checkpoint fails; the WAL grows until it succeeds", "error", err.Error())
+		case err == nil && failing:
+			c.owner.logger.Info("store: WAL checkpoint succeeds again")
+		}
+		failing = err != nil
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -90,6 +92,12 @@ type DB struct {
 	// ckpt checkpoints SQLite's WAL beside the writer.
 	ckpt *checkpointer
 
+	// full says a write failed for want of space and none has succeeded
+	// since (diskfull.go).
+	full atomic.Bool
+	// logger reports what an operator must act on (a full disk).
+	logger *slog.Logger
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -113,6 +121,9 @@ type Options struct {
 	// LegacyAnswerBox opens the answers stored before AnswerBox sealed
 	// them: AES-GCM under the server key itself. They expire within 24 h.
 	LegacyAnswerBox *secretbox.Box
+	// Logger receives the store's warnings (a full disk, failed
+	// checkpoints); nil discards them.
+	Logger *slog.Logger
 }
 
 // Open connects to the database named by dsn: "sqlite:PATH" (a file path,
@@ -132,6 +143,9 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 		return nil, err
 	}
 	db.answers, db.legacyAnswers = opt.AnswerBox, opt.LegacyAnswerBox
+	if opt.Logger != nil {
+		db.logger = opt.Logger
+	}
 	return db, nil
 }
 
@@ -238,13 +252,16 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
 	read.SetConnMaxIdleTime(0)
-	ckpt, err := startCheckpointer(rw)
+	db := newDB(write, read, "sqlite")
+	if opt.Logger != nil {
+		db.logger = opt.Logger
+	}
+	ckpt, err := startCheckpointer(rw, db)
 	if err != nil {
 		write.Close()
 		read.Close()
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	db := newDB(write, read, "sqlite")
 	db.ckpt = ckpt
 	db.sigs = newSigIndex()
 	return db, nil
@@ -272,7 +289,8 @@ func createPrivate(path string) error {
 }
 
 func newDB(write, read *sql.DB, engine string) *DB {
-	return &DB{write: write, read: read, engine: engine, Now: time.Now, committers: 1, backfillBatch: defaultBackfillBatch}
+	return &DB{write: write, read: read, engine: engine, Now: time.Now, committers: 1, backfillBatch: defaultBackfillBatch,
+		logger: slog.New(slog.DiscardHandler)}
 }
 
 // Close closes both pools, and stops SQLite's checkpointer.
@@ -297,9 +315,6 @@ func (db *DB) Writer() *sql.DB { return db.write }
 func (db *DB) Pools() map[string]*sql.DB {
 	return map[string]*sql.DB{"writer": db.write, "reader": db.read}
 }
-
-// Ping checks that the database answers.
-func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
 
 // Migrate applies every pending schema migration, then fills the data an
 // older release left out (backfillTimeZones).
@@ -424,6 +439,7 @@ func (db *DB) WithOriginTx(ctx context.Context, o parley.Origin, fn func(tx *Tx)
 		if attempt < 4 && isRetryable(err) {
 			continue
 		}
+		db.noteWrite(err)
 		return err
 	}
 }
@@ -443,7 +459,9 @@ func (db *DB) WithOriginTx(ctx context.Context, o parley.Origin, fn func(tx *Tx)
 // returns o while fn runs. Never call it while holding the writer (inside
 // WithTx): on SQLite the group would wait for it forever.
 func (db *DB) WithGroupTx(ctx context.Context, o parley.Origin, fn func(ctx context.Context, tx *Tx) error) error {
-	return db.inGroup(ctx, &groupOp{fn: fn, origin: o, signed: unrecorded(o), keyed: unclaimed(o)})
+	err := db.inGroup(ctx, &groupOp{fn: fn, origin: o, signed: unrecorded(o), keyed: unclaimed(o)})
+	db.noteWrite(err)
+	return err
 }
 
 // Unchanged marks the error of a grouped write (WithGroupTx) that failed
@@ -613,7 +631,11 @@ func IsUnavailable(err error) bool {
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {
-		return true
+		// syscall.Errno has Timeout and Temporary too: a file's error (a
+		// rename across filesystems, a full disk) is no network's
+		// (issue #31 item 14).
+		_, file := ne.(syscall.Errno)
+		return !file
 	}
 	var oe *net.OpError
 	return errors.As(err, &oe)

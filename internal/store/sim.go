@@ -48,11 +48,25 @@ func (db *DB) SimAccept(ctx context.Context, rec SimRecord) (SimRecord, bool, er
 	return stored, false, nil
 }
 
+// SimCursor is where a reading of due records stopped: the due_at and
+// provider id of the last one read (zero: from the start).
+type SimCursor struct {
+	DueAt      time.Time
+	ProviderID string
+}
+
 // SimDue returns up to limit records whose final status is due by now and
-// not yet reported, earliest first.
-func (db *DB) SimDue(ctx context.Context, now time.Time, limit int) ([]SimRecord, error) {
-	rows, err := db.query(ctx, `SELECT provider_id, message_id, final_status, COALESCE(error_code, ''), COALESCE(error_message, ''), due_at
-	FROM sim_messages WHERE reported = FALSE AND due_at <= ? ORDER BY due_at LIMIT ?`, micros(now), limit)
+// not yet reported, after the cursor, in the order of due_at then
+// provider id.
+func (db *DB) SimDue(ctx context.Context, now time.Time, after SimCursor, limit int) ([]SimRecord, error) {
+	q := `SELECT provider_id, message_id, final_status, COALESCE(error_code, ''), COALESCE(error_message, ''), due_at
+	FROM sim_messages WHERE reported = FALSE AND due_at <= ?`
+	args := []any{micros(now)}
+	if after != (SimCursor{}) {
+		q += ` AND (due_at > ? OR due_at = ? AND provider_id > ?)`
+		args = append(args, micros(after.DueAt), micros(after.DueAt), after.ProviderID)
+	}
+	rows, err := db.query(ctx, q+` ORDER BY due_at, provider_id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: sim due: %w", err)
 	}

@@ -122,7 +122,9 @@ func (db *DB) SimAcceptMany(ctx context.Context, recs []SimRecord) ([]SimRecord,
 		args = append(args, r.ProviderID, r.MessageID, r.FinalStatus, nullIfEmpty(r.ErrorCode), nullIfEmpty(r.ErrorMessage), micros(r.DueAt))
 	}
 	q.WriteString(` ON CONFLICT (message_id) DO NOTHING RETURNING message_id`)
-	db.YieldWriter(ctx) // a campaign's batch: the API's writes first
+	// No YieldWriter here: the batch's hand-over gave way to the API's
+	// writes already, and a STOP let in between it and this acceptance
+	// would be answered before a send to its contact (issue #31 item 12).
 	rows, err := db.write.QueryContext(ctx, db.rebind(q.String()), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: sim accept: %w", err)

@@ -590,37 +590,67 @@ func (s *Service) emitMany(ctx context.Context, tx *store.Tx, brandID int64, typ
 // recipient) or is no longer queued.
 var errNotHanded = errors.New("service: not handed over")
 
+// txBatchSender is a provider whose acceptance of a batch is a write to
+// Parley's own database (the simulator): it accepts in the hand-over's
+// transaction.
+type txBatchSender interface {
+	SendBatchTx(ctx context.Context, tx *store.Tx, ms []delivery.Message) ([]delivery.Result, error)
+}
+
 // sendBatch hands the brand's claimed msgs over and to the provider: in
-// one call when it takes batches, else batchSendConcurrency calls at a
-// time, each message handed over just before its own call. The hand-over
-// (store.HandOverMessages, with h) decides consent and the frequency cap
-// and fails the messages it refuses in its transaction; their result is
-// errNotHanded. A hand-over that fails gives its messages its error,
-// which a batch treats as temporary: the claim is released for a later
-// batch.
+// one call when it takes batches (inside the hand-over's transaction when
+// it can), else batchSendConcurrency calls at a time, each message handed
+// over just before its own call. The hand-over (store.HandOverMessages,
+// with h) decides consent and the frequency cap and fails the messages it
+// refuses in its transaction; their result is errNotHanded. A hand-over
+// that fails gives its messages its error, which a batch treats as
+// temporary: the claim is released for a later batch.
 func (s *Service) sendBatch(ctx context.Context, brandID int64, h store.HandOver, set *parley.BrandSettings, msgs []delivery.Message) []delivery.Result {
 	out := make([]delivery.Result, len(msgs))
-	if b, ok := s.provider.(delivery.BatchSender); ok {
+	b, batches := s.provider.(delivery.BatchSender)
+	if batches {
 		ids := make([]int64, len(msgs))
 		for i, m := range msgs {
 			ids[i] = m.ID
 		}
-		handed, err := s.handOverBatch(ctx, brandID, ids, h, set)
+		var take []delivery.Message
+		var at []int
+		pick := func(handed map[int64]bool) {
+			take, at = take[:0], at[:0]
+			for i, m := range msgs {
+				if handed[m.ID] {
+					take, at = append(take, m), append(at, i)
+				} else {
+					out[i] = delivery.Result{Err: errNotHanded}
+				}
+			}
+		}
+		var within func(tx *store.Tx, handed map[int64]bool) error
+		tb, inTx := s.provider.(txBatchSender)
+		if inTx {
+			within = func(tx *store.Tx, handed map[int64]bool) error {
+				pick(handed)
+				if len(take) == 0 {
+					return nil
+				}
+				res, err := tb.SendBatchTx(ctx, tx, take)
+				for j, r := range res {
+					out[at[j]] = r
+				}
+				return err
+			}
+		}
+		handed, err := s.handOverBatch(ctx, brandID, ids, h, set, within)
 		if err != nil {
 			for i := range out {
-				out[i].Err = err
+				out[i] = delivery.Result{Err: err}
 			}
 			return out
 		}
-		var take []delivery.Message
-		var at []int
-		for i, m := range msgs {
-			if handed[m.ID] {
-				take, at = append(take, m), append(at, i)
-			} else {
-				out[i].Err = errNotHanded
-			}
+		if inTx {
+			return out
 		}
+		pick(handed)
 		if len(take) == 0 {
 			return out
 		}
@@ -635,7 +665,7 @@ func (s *Service) sendBatch(ctx context.Context, brandID int64, h store.HandOver
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			handed, err := s.handOverBatch(ctx, brandID, []int64{m.ID}, h, set)
+			handed, err := s.handOverBatch(ctx, brandID, []int64{m.ID}, h, set, nil)
 			switch {
 			case err != nil:
 				out[i].Err = err
@@ -651,18 +681,21 @@ func (s *Service) sendBatch(ctx context.Context, brandID int64, h store.HandOver
 }
 
 // handOverBatch hands the brand's claimed messages ids over in one
-// transaction (store.HandOverMessages), failing those it refuses, and
-// returns the ones handed. It gives way to the API's writes before, not
-// after: the provider call follows its commit at once.
-func (s *Service) handOverBatch(ctx context.Context, brandID int64, ids []int64, h store.HandOver, set *parley.BrandSettings) (map[int64]bool, error) {
+// transaction (store.HandOverMessages), failing those it refuses, runs
+// within (when not nil) last in it, and returns the ones handed. It gives
+// way to the API's writes before, not after: the provider call follows
+// its commit at once, or is within.
+func (s *Service) handOverBatch(ctx context.Context, brandID int64, ids []int64, h store.HandOver, set *parley.BrandSettings,
+	within func(tx *store.Tx, handed map[int64]bool) error) (map[int64]bool, error) {
 	if s.beforeHandOver != nil {
 		s.beforeHandOver(brandID, ids)
 	}
 	var handed map[int64]bool
 	err := s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
-		if h.Provider == "" {
+		if h.Provider == "" && within == nil {
 			// An idempotent provider: a hand-over lost in a crash leaves the
-			// claim to go stale and be sent again, which it absorbs.
+			// claim to go stale and be sent again, which it absorbs. One that
+			// accepts within commits to the disk: its acceptance is the send.
 			if err := tx.RelaxCommit(ctx); err != nil {
 				return err
 			}
@@ -676,20 +709,25 @@ func (s *Service) handOverBatch(ctx context.Context, brandID int64, ids []int64,
 		for _, id := range got {
 			handed[id] = true
 		}
-		if len(got) == len(ids) {
-			return nil
-		}
-		var left []int64
-		for _, id := range ids {
-			if !handed[id] {
-				left = append(left, id)
+		if len(got) < len(ids) {
+			var left []int64
+			for _, id := range ids {
+				if !handed[id] {
+					left = append(left, id)
+				}
+			}
+			fails, err := s.refusedFails(ctx, tx, brandID, left, set)
+			if err != nil {
+				return err
+			}
+			if err := s.failCampaignMessages(ctx, tx, brandID, fails); err != nil {
+				return err
 			}
 		}
-		fails, err := s.refusedFails(ctx, tx, brandID, left, set)
-		if err != nil {
-			return err
+		if within != nil {
+			return within(tx, handed)
 		}
-		return s.failCampaignMessages(ctx, tx, brandID, fails)
+		return nil
 	})
 	return handed, err
 }

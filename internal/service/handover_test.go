@@ -16,6 +16,7 @@ import (
 	"github.com/parleyhq/parley/internal/delivery"
 	"github.com/parleyhq/parley/internal/delivery/sim"
 	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // The hand-over (issue #31 item 12, D8): consent is read again in the
@@ -90,6 +91,25 @@ func (l *acceptLog) SendBatch(ctx context.Context, ms []delivery.Message) []deli
 		}
 	}
 	return out
+}
+
+// SendBatchTx records the messages the simulator took in the hand-over's
+// transaction when it commits: the moment they are accepted.
+func (l *acceptLog) SendBatchTx(ctx context.Context, tx *store.Tx, ms []delivery.Message) ([]delivery.Result, error) {
+	l.calls.Add(int64(len(ms)))
+	out, err := l.Provider.SendBatchTx(ctx, tx, ms)
+	if err != nil {
+		return out, err
+	}
+	tx.AfterCommit(func() {
+		now := time.Now()
+		for i, r := range out {
+			if r.Err == nil {
+				l.record(ms[i].ID, now)
+			}
+		}
+	})
+	return out, nil
 }
 
 // TestStopBetweenClaimAndHandOver: a campaign's batch is claimed, one of

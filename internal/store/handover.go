@@ -38,19 +38,23 @@ type HandOver struct {
 // under the cap as handed over, in one statement, and returns the ids it
 // marked. The others are left as they were (RefusedHandOvers says why).
 //
-// With a cap on PostgreSQL the recipients' rows are locked first, in id
-// order: two nodes handing over to one contact take turns, and the
-// second's statement, which starts after the first committed, counts the
-// first's message. SQLite has one writer: its statement is atomic alone.
+// On PostgreSQL the recipients' rows are locked first, in id order, and
+// held until tx ends: two nodes handing over to one contact take turns,
+// and the second's statement, which starts after the first committed,
+// counts the first's message; a STOP (an update of the recipient) either
+// committed before the statement, which then sees it, or waits for tx,
+// so it is answered after whatever tx hands over (and a provider that
+// accepts within tx, the simulator, has accepted). SQLite has one
+// writer: its statement is atomic alone.
 func (tx *Tx) HandOverMessages(ctx context.Context, brandID int64, ids []int64, h HandOver) ([]int64, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	in, idArgs := inList(ids)
-	if h.Cap != nil && tx.db.engine == "postgres" {
+	if tx.db.engine == "postgres" {
 		// NO KEY UPDATE: a message inserted for the user (KEY SHARE) does
 		// not wait for it; another hand-over to the user, or a change of
-		// the user, does.
+		// the user (a STOP), does.
 		rows, err := tx.query(ctx, `SELECT id FROM users WHERE id IN (SELECT user_id FROM messages WHERE +brand_id = ? AND id IN `+in+`)
 		ORDER BY id FOR NO KEY UPDATE`, append([]any{brandID}, idArgs...)...)
 		if err != nil {

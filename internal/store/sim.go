@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -108,6 +109,20 @@ func (db *DB) SimMarkReported(ctx context.Context, providerIDs []string) error {
 // returns the stored record of each message, in the order of recs, and
 // how many were new.
 func (db *DB) SimAcceptMany(ctx context.Context, recs []SimRecord) ([]SimRecord, int, error) {
+	db.YieldWriter(ctx) // a batch sent outside a hand-over: the API's writes first
+	return simAcceptMany(ctx, func(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+		return db.write.QueryContext(ctx, db.rebind(q), args...)
+	}, recs)
+}
+
+// SimAcceptMany is DB.SimAcceptMany inside tx: the simulator's
+// acceptance of a campaign's batch commits with its hand-over (issue #31
+// item 12), so a STOP either comes before both or after both.
+func (tx *Tx) SimAcceptMany(ctx context.Context, recs []SimRecord) ([]SimRecord, int, error) {
+	return simAcceptMany(ctx, tx.query, recs)
+}
+
+func simAcceptMany(ctx context.Context, query func(ctx context.Context, q string, args ...any) (*sql.Rows, error), recs []SimRecord) ([]SimRecord, int, error) {
 	if len(recs) == 0 {
 		return nil, 0, nil
 	}
@@ -122,10 +137,7 @@ func (db *DB) SimAcceptMany(ctx context.Context, recs []SimRecord) ([]SimRecord,
 		args = append(args, r.ProviderID, r.MessageID, r.FinalStatus, nullIfEmpty(r.ErrorCode), nullIfEmpty(r.ErrorMessage), micros(r.DueAt))
 	}
 	q.WriteString(` ON CONFLICT (message_id) DO NOTHING RETURNING message_id`)
-	// No YieldWriter here: the batch's hand-over gave way to the API's
-	// writes already, and a STOP let in between it and this acceptance
-	// would be answered before a send to its contact (issue #31 item 12).
-	rows, err := db.write.QueryContext(ctx, db.rebind(q.String()), args...)
+	rows, err := query(ctx, q.String(), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: sim accept: %w", err)
 	}
@@ -149,8 +161,8 @@ func (db *DB) SimAcceptMany(ctx context.Context, recs []SimRecord) ([]SimRecord,
 		}
 	}
 	in, idArgs := inList(old)
-	srows, err := db.write.QueryContext(ctx, db.rebind(`SELECT message_id, provider_id, final_status, COALESCE(error_code, ''),
-	COALESCE(error_message, ''), due_at FROM sim_messages WHERE message_id IN `+in), idArgs...)
+	srows, err := query(ctx, `SELECT message_id, provider_id, final_status, COALESCE(error_code, ''),
+	COALESCE(error_message, ''), due_at FROM sim_messages WHERE message_id IN `+in, idArgs...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: sim accept: %w", err)
 	}

@@ -115,6 +115,35 @@ var _ delivery.BatchSender = (*Provider)(nil)
 // for the whole batch. A message it holds already keeps its record and is
 // not counted again in Sends.
 func (p *Provider) SendBatch(ctx context.Context, ms []delivery.Message) []delivery.Result {
+	out, fresh, err := p.sendBatch(ms, func(recs []store.SimRecord) ([]store.SimRecord, int, error) {
+		return p.ledger.SimAcceptMany(ctx, recs)
+	})
+	if err == nil {
+		p.sends.Add(int64(fresh))
+	}
+	return out
+}
+
+// SendBatchTx is SendBatch with the batch accepted in tx, the transaction
+// that hands it over (issue #31 item 12): the simulated carrier takes the
+// messages exactly when the hand-over commits, so a STOP is answered
+// either before both (and stops its message) or after both. An error is
+// the ledger's, and tx must not commit; the results then hold nothing.
+func (p *Provider) SendBatchTx(ctx context.Context, tx *store.Tx, ms []delivery.Message) ([]delivery.Result, error) {
+	out, fresh, err := p.sendBatch(ms, func(recs []store.SimRecord) ([]store.SimRecord, int, error) {
+		return tx.SimAcceptMany(ctx, recs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	tx.AfterCommit(func() { p.sends.Add(int64(fresh)) })
+	return out, nil
+}
+
+// sendBatch builds the ledger records of ms, has accept store them and
+// returns each message's result and how many were new; a ledger error is
+// every accepted message's result, and returned.
+func (p *Provider) sendBatch(ms []delivery.Message, accept func([]store.SimRecord) ([]store.SimRecord, int, error)) ([]delivery.Result, int, error) {
 	out := make([]delivery.Result, len(ms))
 	recs := make([]store.SimRecord, 0, len(ms))
 	idx := make([]int, 0, len(ms))
@@ -131,19 +160,18 @@ func (p *Provider) SendBatch(ctx context.Context, ms []delivery.Message) []deliv
 		recs = append(recs, rec)
 		idx = append(idx, i)
 	}
-	stored, fresh, err := p.ledger.SimAcceptMany(ctx, recs)
+	stored, fresh, err := accept(recs)
 	if err != nil {
 		for _, i := range idx {
 			out[i].Err = err
 		}
-		return out
+		return out, 0, err
 	}
-	p.sends.Add(int64(fresh))
 	for j, i := range idx {
 		out[i].Receipt = delivery.Receipt{ProviderID: stored[j].ProviderID}
 	}
 	p.Logger.Info("sim: batch sent to handsets", "messages", len(recs), "new", fresh)
-	return out
+	return out, fresh, nil
 }
 
 // Run reports due final statuses to sink until ctx ends.

@@ -37,6 +37,9 @@ type HandOver struct {
 // recipient is not deleted, has not withdrawn consent and, with h.Cap, is
 // under the cap as handed over, in one statement, and returns the ids it
 // marked. The others are left as they were (RefusedHandOvers says why).
+// With neither a cap nor an attempt to record, the statement only reads
+// (handed_at stays NULL: only a cap counts messages in flight); tx still
+// orders it against a STOP as below.
 //
 // On PostgreSQL the recipients' rows are locked first, in id order, and
 // held until tx ends: two nodes handing over to one contact take turns,
@@ -63,6 +66,18 @@ func (tx *Tx) HandOverMessages(ctx context.Context, brandID int64, ids []int64, 
 		if _, err := collectIDs(rows); err != nil { // each row fetched is locked
 			return nil, fmt.Errorf("store: hand over: lock recipients: %w", err)
 		}
+	}
+	if h.Provider == "" && h.Cap == nil {
+		// Nothing to record: with no cap, nobody counts what is in flight,
+		// and the claim recorded the attempt. A read decides, and leaves
+		// the rows unwritten (a campaign's batch writes them twice already).
+		rows, err := tx.query(ctx, `SELECT id FROM messages WHERE +brand_id = ? AND id IN `+in+` AND status = 'queued'
+		AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = messages.user_id AND (u.is_deleted OR u.messaging_consent = FALSE))`,
+			append([]any{brandID}, idArgs...)...)
+		if err != nil {
+			return nil, fmt.Errorf("store: hand over: %w", err)
+		}
+		return collectIDs(rows)
 	}
 	set, args := `handed_at = ?`, []any{micros(tx.now)}
 	if h.Provider != "" {

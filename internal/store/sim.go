@@ -64,8 +64,9 @@ func (db *DB) SimDue(ctx context.Context, now time.Time, after SimCursor, limit 
 	FROM sim_messages WHERE reported = FALSE AND due_at <= ?`
 	args := []any{micros(now)}
 	if after != (SimCursor{}) {
-		q += ` AND (due_at > ? OR due_at = ? AND provider_id > ?)`
-		args = append(args, micros(after.DueAt), micros(after.DueAt), after.ProviderID)
+		// A row value: both engines walk sim_messages_pending from it.
+		q += ` AND (due_at, provider_id) > (?, ?)`
+		args = append(args, micros(after.DueAt), after.ProviderID)
 	}
 	rows, err := db.query(ctx, q+` ORDER BY due_at, provider_id LIMIT ?`, append(args, limit)...)
 	if err != nil {

@@ -13,6 +13,12 @@
 ALTER TABLE messages ADD COLUMN handed_at BIGINT;
 ALTER TABLE campaign_counts ADD COLUMN capped BIGINT NOT NULL DEFAULT 0;
 
+-- The simulator's reporter reads due records in the order of due_at, then
+-- provider_id, from where its last read stopped (issue #31 item 13): the
+-- index gives that order, so a read sorts nothing however many are due.
+DROP INDEX sim_messages_pending;
+CREATE INDEX sim_messages_pending ON sim_messages (reported, due_at, provider_id);
+
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION messages_campaign_counts() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -91,6 +97,8 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP INDEX sim_messages_pending;
+CREATE INDEX sim_messages_pending ON sim_messages (reported, due_at);
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION messages_campaign_counts() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE

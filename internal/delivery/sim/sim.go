@@ -285,9 +285,12 @@ func (p *Provider) report(ctx context.Context, sink delivery.Sink, due []store.S
 	if len(due) == 0 {
 		return nil, nil, nil
 	}
+	// One time for the batch: the sink groups reports by it, and moves
+	// each group with one statement.
+	now := p.Now()
 	update := func(r store.SimRecord) delivery.StatusUpdate {
 		return delivery.StatusUpdate{ProviderID: r.ProviderID, MessageID: r.MessageID, Status: r.FinalStatus,
-			ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, At: p.Now()}
+			ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, At: now}
 	}
 	if bs, ok := sink.(delivery.BatchSink); ok {
 		us := make([]delivery.StatusUpdate, len(due))

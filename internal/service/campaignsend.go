@@ -20,8 +20,10 @@ import (
 // when its send_at comes; the resolution queues one send job per campaign
 // (jobs.QueueCampaigns), which sends the campaign's messages a batch at a
 // time: claim (sending_at, in one statement), the sending window and
-// consent per recipient, one provider call for the batch, one transaction
-// for the batch's outcomes. Exactly once rests on the claim: a claimed
+// consent per recipient, the hand-over (consent read again and the
+// frequency cap decided, in one statement just before the call: issue
+// #31), one provider call for the batch, one transaction for the batch's
+// outcomes. Exactly once rests on the claim: a claimed
 // message is taken by no other batch; a claim whose outcome was never
 // written (the process died) is claimed again once stale, and sent again
 // only to an idempotent provider, else failed send_outcome_unknown, as a
@@ -460,7 +462,7 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 		msgs[i] = delivery.Message{ID: r.MessageID, BrandID: brandID, From: brand.PhoneNumber, To: r.To, Body: c.Body, MediaURLs: mediaURLs}
 	}
 	start := time.Now()
-	results := s.sendBatch(ctx, msgs)
+	results := s.sendBatch(ctx, brandID, s.handOver(set, c.Type, idempotent), set, msgs)
 	s.observeCall("batch", time.Since(start))
 
 	var (
@@ -472,6 +474,7 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 		r := batch[i]
 		var perr *delivery.Error
 		switch {
+		case res.Err == errNotHanded: // failed at its hand-over, or no longer queued
 		case res.Err == nil:
 			sent = append(sent, store.Sent{MessageID: r.MessageID, ProviderID: res.Receipt.ProviderID})
 		case errors.As(res.Err, &perr) && perr.Unsubscribed:
@@ -640,22 +643,149 @@ func (s *Service) emitMany(ctx context.Context, tx *store.Tx, brandID int64, typ
 	return nil
 }
 
-// sendBatch hands msgs to the provider: in one call when it takes
-// batches, else batchSendConcurrency calls at a time.
-func (s *Service) sendBatch(ctx context.Context, msgs []delivery.Message) []delivery.Result {
-	if b, ok := s.provider.(delivery.BatchSender); ok {
-		return b.SendBatch(ctx, msgs)
-	}
+// errNotHanded is the result of a batch's message that its hand-over
+// did not hand to the provider: it failed there (consent, cap, deleted
+// recipient) or is no longer queued.
+var errNotHanded = errors.New("service: not handed over")
+
+// txBatchSender is a provider whose acceptance of a batch is a write to
+// Parley's own database (the simulator): it accepts in the hand-over's
+// transaction.
+type txBatchSender interface {
+	SendBatchTx(ctx context.Context, tx *store.Tx, ms []delivery.Message) ([]delivery.Result, error)
+}
+
+// sendBatch hands the brand's claimed msgs over and to the provider: in
+// one call when it takes batches (inside the hand-over's transaction when
+// it can), else batchSendConcurrency calls at a time, each message handed
+// over just before its own call. The hand-over (store.HandOverMessages,
+// with h) decides consent and the frequency cap and fails the messages it
+// refuses in its transaction; their result is errNotHanded. A hand-over
+// that fails gives its messages its error, which a batch treats as
+// temporary: the claim is released for a later batch.
+func (s *Service) sendBatch(ctx context.Context, brandID int64, h store.HandOver, set *parley.BrandSettings, msgs []delivery.Message) []delivery.Result {
 	out := make([]delivery.Result, len(msgs))
+	b, batches := s.provider.(delivery.BatchSender)
+	if batches {
+		ids := make([]int64, len(msgs))
+		for i, m := range msgs {
+			ids[i] = m.ID
+		}
+		var take []delivery.Message
+		var at []int
+		pick := func(handed map[int64]bool) {
+			take, at = take[:0], at[:0]
+			for i, m := range msgs {
+				if handed[m.ID] {
+					take, at = append(take, m), append(at, i)
+				} else {
+					out[i] = delivery.Result{Err: errNotHanded}
+				}
+			}
+		}
+		var within func(tx *store.Tx, handed map[int64]bool) error
+		tb, inTx := s.provider.(txBatchSender)
+		if inTx {
+			within = func(tx *store.Tx, handed map[int64]bool) error {
+				pick(handed)
+				if len(take) == 0 {
+					return nil
+				}
+				res, err := tb.SendBatchTx(ctx, tx, take)
+				for j, r := range res {
+					out[at[j]] = r
+				}
+				return err
+			}
+		}
+		handed, err := s.handOverBatch(ctx, brandID, ids, h, set, within)
+		if err != nil {
+			for i := range out {
+				out[i] = delivery.Result{Err: err}
+			}
+			return out
+		}
+		if inTx {
+			return out
+		}
+		pick(handed)
+		if len(take) == 0 {
+			return out
+		}
+		for j, r := range b.SendBatch(ctx, take) {
+			out[at[j]] = r
+		}
+		return out
+	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, batchSendConcurrency)
 	for i, m := range msgs {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			out[i].Receipt, out[i].Err = s.provider.Send(ctx, m)
+			handed, err := s.handOverBatch(ctx, brandID, []int64{m.ID}, h, set, nil)
+			switch {
+			case err != nil:
+				out[i].Err = err
+			case !handed[m.ID]:
+				out[i].Err = errNotHanded
+			default:
+				out[i].Receipt, out[i].Err = s.provider.Send(ctx, m)
+			}
 		})
 	}
 	wg.Wait()
 	return out
+}
+
+// handOverBatch hands the brand's claimed messages ids over in one
+// transaction (store.HandOverMessages), failing those it refuses, runs
+// within (when not nil) last in it, and returns the ones handed. It gives
+// way to the API's writes before, not after: the provider call follows
+// its commit at once, or is within.
+func (s *Service) handOverBatch(ctx context.Context, brandID int64, ids []int64, h store.HandOver, set *parley.BrandSettings,
+	within func(tx *store.Tx, handed map[int64]bool) error) (map[int64]bool, error) {
+	if s.beforeHandOver != nil {
+		s.beforeHandOver(brandID, ids)
+	}
+	var handed map[int64]bool
+	err := s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
+		if h.Provider == "" && within == nil {
+			// An idempotent provider: a hand-over lost in a crash leaves the
+			// claim to go stale and be sent again, which it absorbs. One that
+			// accepts within commits to the disk: its acceptance is the send.
+			if err := tx.RelaxCommit(ctx); err != nil {
+				return err
+			}
+		}
+		// The claim recorded the attempt already.
+		got, err := tx.HandOverMessages(ctx, brandID, ids, store.HandOver{Cap: h.Cap})
+		if err != nil {
+			return err
+		}
+		handed = make(map[int64]bool, len(got))
+		for _, id := range got {
+			handed[id] = true
+		}
+		if len(got) < len(ids) {
+			var left []int64
+			for _, id := range ids {
+				if !handed[id] {
+					left = append(left, id)
+				}
+			}
+			fails, err := s.refusedFails(ctx, tx, brandID, left, set)
+			if err != nil {
+				return err
+			}
+			if err := s.failCampaignMessages(ctx, tx, brandID, fails); err != nil {
+				return err
+			}
+		}
+		if within != nil {
+			return within(tx, handed)
+		}
+		return nil
+	})
+	return handed, err
 }

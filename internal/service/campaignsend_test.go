@@ -646,6 +646,7 @@ func TestBatchReportOvertakesSend(t *testing.T) {
 	// stale claims again; the simulator answers with the same ids).
 	e.Advance(time.Minute)
 	campDrain(t, e, e.App.Service, c, false)
+	time.Sleep(e.App.Sim.Retry) // the report put back is tried again after it (issue #31 item 13)
 	if err := e.App.Sim.Flush(e.Ctx, e.App.Service); err != nil {
 		t.Fatal(err)
 	}

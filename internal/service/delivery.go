@@ -115,18 +115,8 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 	if err := s.paceOne(ctx, brandID, set.SendRate); err != nil {
 		return err
 	}
-	// Record the attempt before the call, so a retry after a crash knows a
-	// send may have happened. An idempotent provider makes that harmless and
-	// the write unneeded: it accepts the message once however often it is sent.
-	if !idempotent {
-		var marked bool
-		if err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-			var err error
-			marked, err = tx.MarkSending(ctx, brandID, messageID, s.provider.Name())
-			return err
-		}); err != nil || !marked {
-			return err
-		}
+	if done, err := s.handOverOne(ctx, log, brandID, d.Message, set, idempotent); done || err != nil {
+		return err
 	}
 
 	start := time.Now()
@@ -180,16 +170,13 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 // brand's sending window applies either way.
 func (s *Service) SetUSSendingRules(on bool) { s.usSendingRules = on }
 
-// gateMarketing applies D17 to a MARKETING message at dispatch. Outside the
-// recipient's sending window it records the next opening in scheduled_at
-// and returns a *jobs.Held, which the worker turns into a snooze; the
-// message stays queued and scheduled_at keeps that value once sent. A
-// window that never opens, or a recipient at the brand's frequency cap,
-// fails the message. done says the attempt ends here.
-//
-// The cap is checked after the window, when the message is about to go,
-// so messages sent while it was held count. Two of a recipient's messages
-// dispatched at the same instant may both pass it: the count is not locked.
+// gateMarketing applies D17's sending window to a MARKETING message at
+// dispatch. Outside the recipient's window it records the next opening in
+// scheduled_at and returns a *jobs.Held, which the worker turns into a
+// snooze; the message stays queued and scheduled_at keeps that value once
+// sent. A window that never opens fails the message. done says the
+// attempt ends here. The frequency cap is decided later, at the hand-over
+// (handOverOne), so messages sent while this one was held count.
 func (s *Service) gateMarketing(ctx context.Context, log *slog.Logger, brandID int64, set *parley.BrandSettings, d *store.Delivery) (done bool, err error) {
 	id := d.Message.ID
 	w, err := sendwindow.ParseWindow(set.SendingWindow.Start, set.SendingWindow.End)
@@ -216,18 +203,92 @@ func (s *Service) gateMarketing(ctx context.Context, log *slog.Logger, brandID i
 		log.Info("delivery attempt", "outcome", "held", "scheduled_at", open)
 		return true, &jobs.Held{Until: open, Wait: open.Sub(now)}
 	}
-	if c := set.FrequencyCap; c != nil {
-		n, err := s.db.CountMarketingSent(ctx, brandID, d.Message.UserID, now.Add(-time.Duration(c.PerHours)*time.Hour))
-		if err != nil {
+	return false, nil
+}
+
+// handOverOne hands a single message over (store.HandOverMessages), just
+// before the provider call: consent (D8) and, for a MARKETING message,
+// the frequency cap (D17) are decided there, against the recipient's
+// messages sent and in flight, and for a provider that is not idempotent
+// the attempt is recorded, so a retry after a crash knows a send may have
+// happened. An idempotent provider with no cap to apply needs nothing
+// recorded (it accepts the message once however often it is sent): a
+// read decides. done says the attempt ends here: the message failed, or
+// is no longer queued.
+func (s *Service) handOverOne(ctx context.Context, log *slog.Logger, brandID int64, m *parley.Message, set *parley.BrandSettings, idempotent bool) (done bool, err error) {
+	if s.beforeHandOver != nil {
+		s.beforeHandOver(brandID, []int64{m.ID})
+	}
+	h := s.handOver(set, m.Type, idempotent)
+	if h.Provider == "" && h.Cap == nil {
+		ok, err := s.db.Deliverable(ctx, brandID, m.ID)
+		if err != nil || ok {
 			return false, err
 		}
-		if n >= c.MaxMessages {
-			log.Info("delivery attempt", "outcome", "failed", "error_code", CodeFrequencyCapped)
-			return true, s.fail(ctx, brandID, id, CodeFrequencyCapped, fmt.Sprintf(
-				"The recipient already got %d marketing messages in the last %d hours (the brand's frequency cap).", n, c.PerHours))
-		}
 	}
-	return false, nil
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+		done = true
+		if h.Provider != "" || h.Cap != nil {
+			handed, err := tx.HandOverMessages(ctx, brandID, []int64{m.ID}, h)
+			if err != nil || len(handed) == 1 {
+				done = false
+				return err
+			}
+		}
+		fails, err := s.refusedFails(ctx, tx, brandID, []int64{m.ID}, set)
+		for _, f := range fails {
+			log.Info("delivery attempt", "outcome", "failed", "error_code", f.code)
+		}
+		if err != nil {
+			return err
+		}
+		return s.failCampaignMessages(ctx, tx, brandID, fails)
+	})
+	return done, err
+}
+
+// handOver is what a hand-over of messages of type typ records and
+// checks, besides consent: the attempt for a provider that is not
+// idempotent, the brand's frequency cap for a MARKETING message.
+func (s *Service) handOver(set *parley.BrandSettings, typ string, idempotent bool) store.HandOver {
+	var h store.HandOver
+	if !idempotent {
+		h.Provider = s.provider.Name()
+	}
+	if c := set.FrequencyCap; c != nil && typ == parley.TypeMarketing {
+		h.Cap = &store.HandOverCap{Since: s.db.Now().Add(-time.Duration(c.PerHours) * time.Hour), Max: c.MaxMessages}
+	}
+	return h
+}
+
+// refusedFails reads why a hand-over left the brand's messages ids
+// (store.RefusedHandOvers) and returns how each fails; a message no
+// longer queued is left alone.
+func (s *Service) refusedFails(ctx context.Context, tx *store.Tx, brandID int64, ids []int64, set *parley.BrandSettings) ([]campaignFail, error) {
+	why, err := tx.RefusedHandOvers(ctx, brandID, ids)
+	if err != nil {
+		return nil, err
+	}
+	var fails []campaignFail
+	for _, id := range ids {
+		f := campaignFail{id: id}
+		switch why[id] {
+		case store.RefusedDeleted:
+			f.code, f.msg = CodeRecipientGone, "The recipient was deleted."
+		case store.RefusedUnsubscribed:
+			f.code, f.msg = CodeUnsubscribed, "The recipient has opted out of messages."
+		case store.RefusedCapped:
+			f.code, f.msg = CodeFrequencyCapped, "The recipient is at the brand's frequency cap."
+			if c := set.FrequencyCap; c != nil {
+				f.msg = fmt.Sprintf("The recipient already has %d marketing messages sent or being sent in the last %d hours (the brand's frequency cap).",
+					c.MaxMessages, c.PerHours)
+			}
+		default:
+			continue
+		}
+		fails = append(fails, f)
+	}
+	return fails, nil
 }
 
 func isIdempotent(p delivery.Provider) bool {

@@ -85,6 +85,8 @@ type Service struct {
 	// campaignBatch and staleClaim tune the campaign sender (SetCampaigns).
 	campaignBatch int
 	staleClaim    time.Duration
+	// beforeHandOver, set by tests only, runs just before a hand-over.
+	beforeHandOver func(brandID int64, ids []int64)
 
 	// extractor fills auto-collected custom data (D20); nil turns it off.
 	extractor      extract.Extractor

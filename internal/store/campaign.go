@@ -17,11 +17,13 @@ import (
 var ErrCampaignNotScheduled = errors.New("store: campaign is not scheduled")
 
 const campaignColumns = `id, brand_id, name, segment_id, body, media_item_uuids, type, status, send_at,
-	started_at, completed_at, date_created, recipients, skipped_unsubscribed, skipped_frequency_cap,
+	started_at, completed_at, date_created, recipients, skipped_unsubscribed, skipped_frequency_cap + capped,
 	queued, sent, delivered, undelivered, failed, canceled, cancel_reason`
 
 // campaignsFrom joins each campaign to its messages' counts (migration
-// 00021: triggers keep them as messages are written and change).
+// 00021: triggers keep them as messages are written and change; 00026:
+// capped, the messages the frequency cap refused at the hand-over, part
+// of skipped_frequency_cap and not of failed).
 const campaignsFrom = `campaigns c JOIN campaign_counts k ON k.campaign_id = c.id`
 
 // InsertCampaign stores c and sets its ID and DateCreated; an empty

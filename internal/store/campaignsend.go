@@ -205,14 +205,15 @@ func (tx *Tx) LockCampaignStatus(ctx context.Context, brandID, id int64) (string
 	return status, nil
 }
 
-// ReleaseCampaignMessages undoes the claim of messages the provider did
-// not take (a temporary error), so a later batch sends them again.
+// ReleaseCampaignMessages undoes the claim and the hand-over of messages
+// the provider did not take (a temporary error), so a later batch sends
+// them again.
 func (tx *Tx) ReleaseCampaignMessages(ctx context.Context, brandID int64, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	in, args := inList(ids)
-	_, err := tx.exec(ctx, `UPDATE messages SET sending_at = NULL, provider = NULL
+	_, err := tx.exec(ctx, `UPDATE messages SET sending_at = NULL, handed_at = NULL, provider = NULL
 	WHERE +brand_id = ? AND status = 'queued' AND id IN `+in, append([]any{brandID}, args...)...)
 	if err != nil {
 		return fmt.Errorf("store: release campaign messages: %w", err)

@@ -70,21 +70,6 @@ func (tx *Tx) HoldMessage(ctx context.Context, brandID, messageID int64, until t
 	return n == 1, nil
 }
 
-// CountMarketingSent counts the MARKETING messages handed to the provider
-// for a user (sent, delivered or undelivered) with date_sent at or after
-// since: what a frequency cap bounds (D17). messages_brand_user_id narrows
-// the scan to the user's messages.
-func (db *DB) CountMarketingSent(ctx context.Context, brandID, userID int64, since time.Time) (int, error) {
-	var n int
-	err := db.queryRow(ctx, `SELECT count(*) FROM messages WHERE brand_id = ? AND user_id = ? AND direction = 'outbound'
-	AND type = 'MARKETING' AND status IN ('sent', 'delivered', 'undelivered') AND date_sent >= ?`,
-		brandID, userID, micros(since)).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("store: count marketing sent: %w", err)
-	}
-	return n, nil
-}
-
 func prefixed(prefix, columns string) string {
 	parts := strings.Split(columns, ",")
 	for i, p := range parts {
@@ -292,9 +277,10 @@ func (db *DB) FindBrandReplies(ctx context.Context, id int64) (BrandReplies, err
 }
 
 // ClearSending records that a provider call ended without the provider
-// taking the message, so a retry may call it again.
+// taking the message, so a retry may call it again; it is no longer in
+// flight (handed_at).
 func (tx *Tx) ClearSending(ctx context.Context, brandID, messageID int64) error {
-	_, err := tx.exec(ctx, `UPDATE messages SET sending_at = NULL WHERE brand_id = ? AND id = ?`, brandID, messageID)
+	_, err := tx.exec(ctx, `UPDATE messages SET sending_at = NULL, handed_at = NULL WHERE brand_id = ? AND id = ?`, brandID, messageID)
 	return err
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -48,11 +49,26 @@ func (db *DB) SimAccept(ctx context.Context, rec SimRecord) (SimRecord, bool, er
 	return stored, false, nil
 }
 
+// SimCursor is where a reading of due records stopped: the due_at and
+// provider id of the last one read (zero: from the start).
+type SimCursor struct {
+	DueAt      time.Time
+	ProviderID string
+}
+
 // SimDue returns up to limit records whose final status is due by now and
-// not yet reported, earliest first.
-func (db *DB) SimDue(ctx context.Context, now time.Time, limit int) ([]SimRecord, error) {
-	rows, err := db.query(ctx, `SELECT provider_id, message_id, final_status, COALESCE(error_code, ''), COALESCE(error_message, ''), due_at
-	FROM sim_messages WHERE reported = FALSE AND due_at <= ? ORDER BY due_at LIMIT ?`, micros(now), limit)
+// not yet reported, after the cursor, in the order of due_at then
+// provider id.
+func (db *DB) SimDue(ctx context.Context, now time.Time, after SimCursor, limit int) ([]SimRecord, error) {
+	q := `SELECT provider_id, message_id, final_status, COALESCE(error_code, ''), COALESCE(error_message, ''), due_at
+	FROM sim_messages WHERE reported = FALSE AND due_at <= ?`
+	args := []any{micros(now)}
+	if after != (SimCursor{}) {
+		// A row value: both engines walk sim_messages_pending from it.
+		q += ` AND (due_at, provider_id) > (?, ?)`
+		args = append(args, micros(after.DueAt), after.ProviderID)
+	}
+	rows, err := db.query(ctx, q+` ORDER BY due_at, provider_id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: sim due: %w", err)
 	}
@@ -94,6 +110,20 @@ func (db *DB) SimMarkReported(ctx context.Context, providerIDs []string) error {
 // returns the stored record of each message, in the order of recs, and
 // how many were new.
 func (db *DB) SimAcceptMany(ctx context.Context, recs []SimRecord) ([]SimRecord, int, error) {
+	db.YieldWriter(ctx) // a batch sent outside a hand-over: the API's writes first
+	return simAcceptMany(ctx, func(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+		return db.write.QueryContext(ctx, db.rebind(q), args...)
+	}, recs)
+}
+
+// SimAcceptMany is DB.SimAcceptMany inside tx: the simulator's
+// acceptance of a campaign's batch commits with its hand-over (issue #31
+// item 12), so a STOP either comes before both or after both.
+func (tx *Tx) SimAcceptMany(ctx context.Context, recs []SimRecord) ([]SimRecord, int, error) {
+	return simAcceptMany(ctx, tx.query, recs)
+}
+
+func simAcceptMany(ctx context.Context, query func(ctx context.Context, q string, args ...any) (*sql.Rows, error), recs []SimRecord) ([]SimRecord, int, error) {
 	if len(recs) == 0 {
 		return nil, 0, nil
 	}
@@ -108,8 +138,7 @@ func (db *DB) SimAcceptMany(ctx context.Context, recs []SimRecord) ([]SimRecord,
 		args = append(args, r.ProviderID, r.MessageID, r.FinalStatus, nullIfEmpty(r.ErrorCode), nullIfEmpty(r.ErrorMessage), micros(r.DueAt))
 	}
 	q.WriteString(` ON CONFLICT (message_id) DO NOTHING RETURNING message_id`)
-	db.YieldWriter(ctx) // a campaign's batch: the API's writes first
-	rows, err := db.write.QueryContext(ctx, db.rebind(q.String()), args...)
+	rows, err := query(ctx, q.String(), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: sim accept: %w", err)
 	}
@@ -133,8 +162,8 @@ func (db *DB) SimAcceptMany(ctx context.Context, recs []SimRecord) ([]SimRecord,
 		}
 	}
 	in, idArgs := inList(old)
-	srows, err := db.write.QueryContext(ctx, db.rebind(`SELECT message_id, provider_id, final_status, COALESCE(error_code, ''),
-	COALESCE(error_message, ''), due_at FROM sim_messages WHERE message_id IN `+in), idArgs...)
+	srows, err := query(ctx, `SELECT message_id, provider_id, final_status, COALESCE(error_code, ''),
+	COALESCE(error_message, ''), due_at FROM sim_messages WHERE message_id IN `+in, idArgs...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: sim accept: %w", err)
 	}

@@ -37,7 +37,7 @@ const (
 type Ledger interface {
 	SimAccept(ctx context.Context, rec store.SimRecord) (store.SimRecord, bool, error)
 	SimAcceptMany(ctx context.Context, recs []store.SimRecord) ([]store.SimRecord, int, error)
-	SimDue(ctx context.Context, now time.Time, limit int) ([]store.SimRecord, error)
+	SimDue(ctx context.Context, now time.Time, after store.SimCursor, limit int) ([]store.SimRecord, error)
 	SimMarkReported(ctx context.Context, providerIDs []string) error
 }
 
@@ -55,17 +55,29 @@ type Provider struct {
 	// deliveries to about 400 a second; reports in flight together share
 	// commits (measured on PostgreSQL: 16 → 909, 64 → 968 messages/s).
 	Reporters int
+	// ReportBatch is how many due records one read takes; default 500.
+	ReportBatch int
+	// Retry is how long a record whose report the sink could not take
+	// waits before it is tried again; default 250 ms. Real time, not Now's:
+	// a report waits for the sender's write, which a stopped test clock
+	// does not hold back.
+	Retry time.Duration
 	// Now is the clock; tests replace it.
 	Now    func() time.Time
 	Logger *slog.Logger
 
 	sends atomic.Int64
+
+	mu sync.Mutex
+	// putBack holds the records whose report the sink could not take,
+	// with when (real time) it is tried again.
+	putBack map[string]time.Time
 }
 
 // New returns a simulator keeping its state in ledger.
 func New(ledger Ledger) *Provider {
 	return &Provider{ledger: ledger, Delay: 500 * time.Millisecond, Tick: 50 * time.Millisecond, Reporters: 64,
-		Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
+		ReportBatch: 500, Retry: 250 * time.Millisecond, Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
 }
 
 var _ delivery.Provider = (*Provider)(nil)
@@ -103,6 +115,35 @@ var _ delivery.BatchSender = (*Provider)(nil)
 // for the whole batch. A message it holds already keeps its record and is
 // not counted again in Sends.
 func (p *Provider) SendBatch(ctx context.Context, ms []delivery.Message) []delivery.Result {
+	out, fresh, err := p.sendBatch(ms, func(recs []store.SimRecord) ([]store.SimRecord, int, error) {
+		return p.ledger.SimAcceptMany(ctx, recs)
+	})
+	if err == nil {
+		p.sends.Add(int64(fresh))
+	}
+	return out
+}
+
+// SendBatchTx is SendBatch with the batch accepted in tx, the transaction
+// that hands it over (issue #31 item 12): the simulated carrier takes the
+// messages exactly when the hand-over commits, so a STOP is answered
+// either before both (and stops its message) or after both. An error is
+// the ledger's, and tx must not commit; the results then hold nothing.
+func (p *Provider) SendBatchTx(ctx context.Context, tx *store.Tx, ms []delivery.Message) ([]delivery.Result, error) {
+	out, fresh, err := p.sendBatch(ms, func(recs []store.SimRecord) ([]store.SimRecord, int, error) {
+		return tx.SimAcceptMany(ctx, recs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	tx.AfterCommit(func() { p.sends.Add(int64(fresh)) })
+	return out, nil
+}
+
+// sendBatch builds the ledger records of ms, has accept store them and
+// returns each message's result and how many were new; a ledger error is
+// every accepted message's result, and returned.
+func (p *Provider) sendBatch(ms []delivery.Message, accept func([]store.SimRecord) ([]store.SimRecord, int, error)) ([]delivery.Result, int, error) {
 	out := make([]delivery.Result, len(ms))
 	recs := make([]store.SimRecord, 0, len(ms))
 	idx := make([]int, 0, len(ms))
@@ -119,19 +160,18 @@ func (p *Provider) SendBatch(ctx context.Context, ms []delivery.Message) []deliv
 		recs = append(recs, rec)
 		idx = append(idx, i)
 	}
-	stored, fresh, err := p.ledger.SimAcceptMany(ctx, recs)
+	stored, fresh, err := accept(recs)
 	if err != nil {
 		for _, i := range idx {
 			out[i].Err = err
 		}
-		return out
+		return out, 0, err
 	}
-	p.sends.Add(int64(fresh))
 	for j, i := range idx {
 		out[i].Receipt = delivery.Receipt{ProviderID: stored[j].ProviderID}
 	}
 	p.Logger.Info("sim: batch sent to handsets", "messages", len(recs), "new", fresh)
-	return out
+	return out, fresh, nil
 }
 
 // Run reports due final statuses to sink until ctx ends.
@@ -150,76 +190,156 @@ func (p *Provider) Run(ctx context.Context, sink delivery.Sink) {
 	}
 }
 
-// Flush reports every final status that is due now.
+// Flush reports every final status that is due now. A record whose
+// report the sink cannot take now — its send is not recorded yet
+// (delivery.ErrNotYet: a report that overtook the sender's write, or a
+// sender that died between the provider call and that write, whose claim
+// waits to go stale), or its report failed — is put back for Retry, and
+// the reading goes on past it (in the order of due_at, then provider id):
+// the reports of every other message keep flowing (issue #31 item 13;
+// before, the first 500 such records were read again on every tick and
+// nothing after them was reported, for up to 108 s).
 func (p *Provider) Flush(ctx context.Context, sink delivery.Sink) error {
-	const batch = 500
+	batch := cmp.Or(p.ReportBatch, 500)
+	var failed error
+	var after store.SimCursor
 	for {
-		due, err := p.ledger.SimDue(ctx, p.Now(), batch)
+		due, err := p.ledger.SimDue(ctx, p.Now(), after, batch)
 		if err != nil {
 			return err
 		}
-		reported, failed := p.report(ctx, sink, due)
+		if len(due) == 0 {
+			return failed
+		}
+		last := due[len(due)-1]
+		after = store.SimCursor{DueAt: last.DueAt, ProviderID: last.ProviderID}
+		reported, later, err := p.report(ctx, sink, p.ready(due))
+		failed = cmp.Or(failed, err)
 		// Marked once per batch: after a crash in between, the repeated
 		// reports change nothing.
 		if err := p.ledger.SimMarkReported(ctx, reported); err != nil {
 			return err
 		}
-		if failed != nil || len(due) < batch || len(reported) == 0 {
+		p.settle(reported, later)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if len(due) < batch {
 			return failed
 		}
 	}
 }
 
-// report applies the reports of due and returns the provider ids of those
-// applied: in one call when the sink takes batches (one transaction for
-// the whole batch), else Reporters at a time. A report that fails is tried
-// again on the next tick; the others must not wait behind it.
-func (p *Provider) report(ctx context.Context, sink delivery.Sink, due []store.SimRecord) ([]string, error) {
-	if bs, ok := sink.(delivery.BatchSink); ok && len(due) > 0 {
-		now := p.Now()
+// ready returns the records of due that are not put back, or whose
+// Retry has passed.
+func (p *Provider) ready(due []store.SimRecord) []store.SimRecord {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.putBack) == 0 {
+		return due
+	}
+	now := time.Now()
+	out := due[:0:0]
+	for _, r := range due {
+		if until, ok := p.putBack[r.ProviderID]; !ok || !now.Before(until) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// settle forgets the records reported and puts back those to try again.
+func (p *Provider) settle(reported, later []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, id := range reported {
+		delete(p.putBack, id)
+	}
+	if len(later) == 0 {
+		return
+	}
+	if p.putBack == nil {
+		p.putBack = map[string]time.Time{}
+	}
+	now := time.Now()
+	for id, until := range p.putBack {
+		if now.Sub(until) > time.Minute {
+			delete(p.putBack, id) // reported elsewhere (another node), or read again if not
+		}
+	}
+	for _, id := range later {
+		p.putBack[id] = now.Add(p.retry())
+	}
+	p.Logger.Info("sim: reports put back", "records", len(later), "retry", p.retry())
+}
+
+func (p *Provider) retry() time.Duration { return cmp.Or(p.Retry, 250*time.Millisecond) }
+
+// report applies the reports of due and returns the provider ids of
+// those applied and of those to try again later, and the first error of
+// a report: in one call when the sink takes batches (one transaction for
+// the whole batch), else Reporters at a time. A batch the sink refuses
+// whole is reported one at a time, so that one bad record cannot hold up
+// the others.
+func (p *Provider) report(ctx context.Context, sink delivery.Sink, due []store.SimRecord) (reported, later []string, failed error) {
+	if len(due) == 0 {
+		return nil, nil, nil
+	}
+	// One time for the batch: the sink groups reports by it, and moves
+	// each group with one statement.
+	now := p.Now()
+	update := func(r store.SimRecord) delivery.StatusUpdate {
+		return delivery.StatusUpdate{ProviderID: r.ProviderID, MessageID: r.MessageID, Status: r.FinalStatus,
+			ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, At: now}
+	}
+	if bs, ok := sink.(delivery.BatchSink); ok {
 		us := make([]delivery.StatusUpdate, len(due))
 		for i, r := range due {
-			us[i] = delivery.StatusUpdate{ProviderID: r.ProviderID, MessageID: r.MessageID, Status: r.FinalStatus,
-				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, At: now}
+			us[i] = update(r)
 		}
 		errs, err := bs.ApplyStatuses(ctx, us)
-		if err != nil {
-			return nil, err
-		}
-		reported := make([]string, 0, len(due))
-		for i, r := range due {
-			if errs[i] == nil {
-				reported = append(reported, r.ProviderID)
+		if err == nil {
+			for i, r := range due {
+				if errs[i] == nil {
+					reported = append(reported, r.ProviderID)
+				} else {
+					later = append(later, r.ProviderID)
+				}
 			}
+			return reported, later, nil
 		}
-		return reported, nil
+		if ctx.Err() != nil {
+			return nil, nil, err
+		}
+		p.Logger.Warn("sim: a batch of reports failed; reporting them one at a time", "records", len(due), "error", err)
+		failed = err
 	}
 	var (
-		mu       sync.Mutex
-		reported = make([]string, 0, len(due))
-		failed   error
-		wg       sync.WaitGroup
-		slots    = make(chan struct{}, max(1, p.Reporters))
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, max(1, p.Reporters))
 	)
 	for _, r := range due {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			err := sink.ApplyStatus(ctx, delivery.StatusUpdate{ProviderID: r.ProviderID, MessageID: r.MessageID, Status: r.FinalStatus,
-				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, At: p.Now()})
+			err := sink.ApplyStatus(ctx, update(r))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, delivery.ErrNotYet): // the next tick reports it
-			case err != nil:
-				failed = cmp.Or(failed, err)
-			default:
+			case err == nil:
 				reported = append(reported, r.ProviderID)
+			case ctx.Err() != nil: // shutting down: the next start reports it
+			case errors.Is(err, delivery.ErrNotYet):
+				later = append(later, r.ProviderID)
+			default:
+				failed = cmp.Or(failed, err)
+				later = append(later, r.ProviderID)
 			}
 		})
 	}
 	wg.Wait()
-	return reported, failed
+	return reported, later, failed
 }
 
 func newSID() string {

@@ -95,6 +95,9 @@ type DB struct {
 	// full says a write failed for want of space and none has succeeded
 	// since (diskfull.go).
 	full atomic.Bool
+	// path is the SQLite database file, whose filesystem's free space a
+	// probe checks (freespace.go); empty on PostgreSQL.
+	path string
 	// logger reports what an operator must act on (a full disk).
 	logger *slog.Logger
 
@@ -253,6 +256,7 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	read.SetMaxIdleConns(n)
 	read.SetConnMaxIdleTime(0)
 	db := newDB(write, read, "sqlite")
+	db.path = path
 	if opt.Logger != nil {
 		db.logger = opt.Logger
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 	"time"
 
@@ -49,10 +50,17 @@ func (db *DB) noteWrite(err error) {
 	}
 }
 
+// errNoSpaceLeft is a probe's failure when its write succeeded but the
+// filesystem is all but full (freespace.go).
+var errNoSpaceLeft = fmt.Errorf("store: less than %d bytes free beside the database: %w", minFreeBytes, syscall.ENOSPC)
+
 // probeWrite rewrites the probe row: the DB is no longer suspect once
 // that succeeds.
 func (db *DB) probeWrite(ctx context.Context) error {
 	_, err := db.write.ExecContext(ctx, db.rebind(`UPDATE write_probe SET probed_at = ? WHERE id = 1`), micros(time.Now()))
+	if err == nil && !db.enoughSpace() {
+		err = errNoSpaceLeft
+	}
 	if err != nil {
 		db.noteWrite(err)
 		return err

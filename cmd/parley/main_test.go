@@ -15,26 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/app"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func env(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
@@ -49,23 +32,23 @@ func runCmd(t *testing.T, getenv func(string) string, args ...string) (string, e
 }
 
 // startServe runs `parley serve` until the test ends and waits for it.
-func startServe(t *testing.T, dataDir string) (stdout *syncBuffer, stop func() error) {
+func startServe(t *testing.T, dataDir string) (stdout *apitest.LogBuffer, stop func() error) {
 	t.Helper()
 	return startServeWith(t, dataDir, nil)
 }
 
 // startServeWith is startServe with more flags and an environment.
-func startServeWith(t *testing.T, dataDir string, getenv func(string) string, flags ...string) (stdout *syncBuffer, stop func() error) {
+func startServeWith(t *testing.T, dataDir string, getenv func(string) string, flags ...string) (stdout *apitest.LogBuffer, stop func() error) {
 	t.Helper()
 	if getenv == nil {
 		getenv = env(nil)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout = &syncBuffer{}
+	stdout = &apitest.LogBuffer{}
 	done := make(chan error, 1)
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json"}, flags...)
 	go func() {
-		done <- run(ctx, args, getenv, stdout, &syncBuffer{})
+		done <- run(ctx, args, getenv, stdout, &apitest.LogBuffer{})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(stdout.String(), "Parley is serving on") {
@@ -410,7 +393,7 @@ func TestServeBoolFlags(t *testing.T) {
 			// A serve that starts runs until its context ends, then returns nil.
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			var out, errOut syncBuffer
+			var out, errOut apitest.LogBuffer
 			if err := run(ctx, args, env(tc.env), &out, &errOut); err == nil {
 				t.Errorf("serve %v with env %v started", tc.flags, tc.env)
 			}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/apitest"
 )
 
 // TestServeMetricsAddr: PARLEY_METRICS_ADDR (--metrics-addr) serves
@@ -15,11 +17,11 @@ import (
 func TestServeMetricsAddr(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stdout := &syncBuffer{}
+	stdout := &apitest.LogBuffer{}
 	done := make(chan error, 1)
 	getenv := env(map[string]string{"PARLEY_METRICS_ADDR": "127.0.0.1:0", "PARLEY_PPROF_ADDR": "127.0.0.1:0", "PARLEY_DATA_DIR": t.TempDir()})
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, getenv, stdout, &syncBuffer{})
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, getenv, stdout, &apitest.LogBuffer{})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(stdout.String(), "Profiles are served on ") {

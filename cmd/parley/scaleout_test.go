@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 type proc struct {
 	URL    string
 	cmd    *exec.Cmd
-	stderr *syncBuffer // the JSON log
+	stderr *apitest.LogBuffer // the JSON log
 }
 
 // startProcess runs `parley serve` as a child process and waits until it
@@ -54,7 +54,7 @@ func startProcess(t *testing.T, env []string, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, stderr: &syncBuffer{}}
+	p := &proc{cmd: cmd, stderr: &apitest.LogBuffer{}}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,18 +1,17 @@
 package console_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/app"
 )
 
@@ -138,7 +137,7 @@ func TestFieldsAccess(t *testing.T) {
 // and an unchecked box turns its flag off.
 func TestFieldsRoundTrip(t *testing.T) {
 	t.Parallel()
-	logs := new(lockedBuffer)
+	logs := new(apitest.LogBuffer)
 	e := newEnv(t, func(c *app.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
 	w := e.signedIn(t, "admin@a.example")
 	if pg := w.get("/console/fields"); pg.Status != 200 || !strings.Contains(pg.Body, "No custom data fields yet.") {
@@ -221,24 +220,6 @@ func TestFieldsRoundTrip(t *testing.T) {
 	if n := strings.Count(logs.String(), `"source":"console","operator":"admin@a.example"`); n != 5 {
 		t.Errorf("%d changes logged with source console and the operator, want 5\n%s", n, logs)
 	}
-}
-
-// lockedBuffer is a log sink the server's goroutines share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func sameField(a, b *parley.CustomField) bool {

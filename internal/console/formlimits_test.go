@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/console"
 )
@@ -24,7 +25,7 @@ import (
 // was a 500 and an ERROR after 30 s (#31 item 11). Signed in or not.
 func TestFormBodyNeverArrives(t *testing.T) {
 	t.Parallel()
-	logs := new(lockedBuffer)
+	logs := new(apitest.LogBuffer)
 	e := newEnv(t, func(c *app.Config) {
 		c.BodyTimeout = 200 * time.Millisecond
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))

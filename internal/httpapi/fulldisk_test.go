@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -68,11 +67,11 @@ func (p *gatedProvider) Send(ctx context.Context, m delivery.Message) (delivery.
 func TestFullDiskSQLite(t *testing.T) {
 	// Not parallel: it replaces the default logger to catch what bypasses
 	// the app's.
-	var stray syncBuffer
+	var stray apitest.LogBuffer
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&stray, nil)))
 	t.Cleanup(func() { slog.SetDefault(old) })
-	var logs syncBuffer
+	var logs apitest.LogBuffer
 	e, dir := fullDiskEnv(t, func(c *app.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
 	p := &gatedProvider{entered: make(chan struct{}), open: make(chan struct{})}
 	e.App.Service.SetDelivery(p, e.Server.URL, nil, nil)
@@ -146,22 +145,4 @@ func TestFullDiskSQLite(t *testing.T) {
 	if strings.Contains(stray.String(), "store:") {
 		t.Errorf("the store logged through the default logger, not the app's:\n%s", stray.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer that loggers on several goroutines share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

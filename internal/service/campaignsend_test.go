@@ -619,14 +619,7 @@ func TestBatchReportOvertakesSend(t *testing.T) {
 	if _, err := e.App.Service.ResolveDueCampaigns(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	var claimed []store.CampaignRecipient
-	if err := e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error {
-		var err error
-		claimed, err = tx.ClaimCampaignMessages(e.Ctx, c.BrandID, c.ID, 10, "")
-		return err
-	}); err != nil || len(claimed) != 2 {
-		t.Fatalf("claim: %v, %v", claimed, err)
-	}
+	claimed := claimCampaign(t, e, c, 10, 2)
 	var msgs []delivery.Message
 	for _, r := range claimed {
 		msgs = append(msgs, delivery.Message{ID: r.MessageID, BrandID: c.BrandID, To: r.To, Body: c.Body})
@@ -732,4 +725,19 @@ func TestTransactionalOvertakesDrainingCampaign(t *testing.T) {
 	if s := campStats(t, e, c); s.Queued != 20 || s.Sent != 0 {
 		t.Errorf("campaign stats %+v when the transactional message went, want all 20 still queued", s)
 	}
+}
+
+// claimCampaign claims up to limit of c's queued messages as a batch does
+// and fails t unless it got want.
+func claimCampaign(t *testing.T, e *apitest.Env, c *parley.Campaign, limit, want int) []store.CampaignRecipient {
+	t.Helper()
+	var claimed []store.CampaignRecipient
+	if err := e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error {
+		var err error
+		claimed, err = tx.ClaimCampaignMessages(e.Ctx, c.BrandID, c.ID, limit, "")
+		return err
+	}); err != nil || len(claimed) != want {
+		t.Fatalf("claim: %d, %v; want %d", len(claimed), err, want)
+	}
+	return claimed
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/delivery"
-	"github.com/parleyhq/parley/internal/store"
 )
 
 // TestSimReportsFlowPastStuckRecords: records the simulator's reporter
@@ -26,14 +25,7 @@ func TestSimReportsFlowPastStuckRecords(t *testing.T) {
 	if _, err := e.App.Service.ResolveDueCampaigns(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	var claimed []store.CampaignRecipient
-	if err := e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error {
-		var err error
-		claimed, err = tx.ClaimCampaignMessages(e.Ctx, c.BrandID, c.ID, 12, "")
-		return err
-	}); err != nil || len(claimed) != 12 {
-		t.Fatalf("claim: %d, %v", len(claimed), err)
-	}
+	claimed := claimCampaign(t, e, c, 12, 12)
 	var msgs []delivery.Message
 	for _, r := range claimed {
 		msgs = append(msgs, delivery.Message{ID: r.MessageID, BrandID: c.BrandID, To: r.To, Body: c.Body})

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/sendwindow"
@@ -96,6 +97,8 @@ type conversation struct {
 	UserID   int64
 	Messages []*parley.Message
 	Pending  bool
+	// Zone is the brand's, for the times (a fragment of its own).
+	Zone *time.Location
 }
 
 func contactPage(c *Ctx) error {
@@ -156,7 +159,7 @@ func (c *Ctx) conversation(u *parley.User) (conversation, error) {
 		return conversation{}, err
 	}
 	slices.Reverse(msgs) // newest at the bottom
-	conv := conversation{UserID: u.ID, Messages: msgs}
+	conv := conversation{UserID: u.ID, Messages: msgs, Zone: c.Zone()}
 	for _, m := range msgs {
 		if m.Direction == parley.DirectionOutbound && (m.Status == parley.StatusQueued || m.Status == parley.StatusSent) {
 			conv.Pending = true

@@ -12,19 +12,16 @@ import (
 var funcs = template.FuncMap{
 	// path is a console path: {{path "contacts/12"}} → /console/contacts/12.
 	"path": func(p string) string { return Prefix + p },
-	// when formats a time for people: 2026-11-25 13:04 UTC.
-	"when": func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format("2006-01-02 15:04 MST")
-	},
-	// whenp formats an optional time ("" for none).
-	"whenp": func(t *parley.Time) string {
+	// when formats a time for people in the brand's zone, named:
+	// {{when $.Zone .At}} → 2026-11-25 08:04 EST (issue #32: every time in
+	// the brand's zone). A nil zone is UTC.
+	"when": when,
+	// whenp formats an optional time ("" for none): {{whenp $.Zone .At}}.
+	"whenp": func(loc *time.Location, t *parley.Time) string {
 		if t == nil {
 			return ""
 		}
-		return t.UTC().Format("2006-01-02 15:04 MST")
+		return when(loc, t.Time)
 	},
 	// deref shows an optional string ("" for none).
 	"deref": func(s *string) string {
@@ -52,4 +49,15 @@ var funcs = template.FuncMap{
 		}
 		return string(v)
 	},
+}
+
+// when formats t in loc (UTC when nil) with the zone's abbreviation.
+func when(loc *time.Location, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	return t.In(loc).Format("2006-01-02 15:04 MST")
 }

@@ -143,7 +143,14 @@ func importPage(c *Ctx) error {
 		return err
 	}
 	c.Title = "Import of " + imp.FileName
-	return c.Render(imp)
+	return c.Render(zonedImport{imp, c.Zone()})
+}
+
+// zonedImport is an import with the brand's zone, for the progress
+// fragment's times.
+type zonedImport struct {
+	*parley.Import
+	Zone *time.Location
 }
 
 func importProgress(c *Ctx) error {
@@ -151,7 +158,7 @@ func importProgress(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.Fragment("progress", imp)
+	return c.Fragment("progress", zonedImport{imp, c.Zone()})
 }
 
 // importErrorsCSV answers the rejected rows as GET /imports/{id}/errors

@@ -56,6 +56,27 @@ type Ctx struct {
 
 	page    *Page
 	console *Console
+	zone    *time.Location
+}
+
+// Zone is the brand's time zone (its settings' time_zone), in which pages
+// show every time (issue #32); UTC when it cannot be read.
+func (c *Ctx) Zone() *time.Location {
+	if c.zone != nil {
+		return c.zone
+	}
+	c.zone = time.UTC
+	if c.Operator == nil {
+		return c.zone
+	}
+	st, err := c.Service.BrandSettings(c, c.BrandID())
+	if err != nil {
+		return c.zone
+	}
+	if loc, err := time.LoadLocation(st.TimeZone); err == nil {
+		c.zone = loc
+	}
+	return c.zone
 }
 
 // BrandID is the brand every call of the page must be scoped to.
@@ -81,6 +102,8 @@ type layoutData struct {
 	Data any
 	// Error is a message shown above the content.
 	Error string
+	// Zone is the brand's time zone: {{when $.Zone .At}}.
+	Zone *time.Location
 }
 
 // Render answers 200 with the page in the layout; data is .Data.
@@ -89,7 +112,7 @@ func (c *Ctx) Render(data any) error { return c.RenderStatus(http.StatusOK, data
 // RenderStatus answers status with the page, data and an error message
 // shown above the content ("" for none): a form sent back with its error.
 func (c *Ctx) RenderStatus(status int, data any, errMsg string) error {
-	d := layoutData{Title: c.Title, Operator: c.Operator, Brand: c.Brand, Data: data, Error: errMsg}
+	d := layoutData{Title: c.Title, Operator: c.Operator, Brand: c.Brand, Data: data, Error: errMsg, Zone: c.Zone()}
 	if d.Title == "" {
 		d.Title = c.page.Title
 	}
@@ -135,7 +158,7 @@ func (c *Ctx) Forbidden(msg string) error {
 // fail answers an error page: the layout (with the nav when signed in)
 // around error.html.
 func (c *Ctx) fail(status int, title, msg string) error {
-	d := layoutData{Title: title, Operator: c.Operator, Brand: c.Brand, Data: msg}
+	d := layoutData{Title: title, Operator: c.Operator, Brand: c.Brand, Data: msg, Zone: c.Zone()}
 	if c.Operator != nil {
 		d.Nav = c.console.nav(c)
 	}

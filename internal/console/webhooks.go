@@ -144,6 +144,8 @@ type webhookData struct {
 	// Pending says the awaited attempt is not in the log yet, so
 	// static/console.js keeps refreshing it.
 	Pending bool
+	// Zone is the brand's, for the log's times (a fragment of its own).
+	Zone *time.Location
 }
 
 // watchFor is how long the log is refreshed, at most, for an attempt a
@@ -167,7 +169,7 @@ func (c *Ctx) findWebhook() (*parley.Webhook, error) {
 
 func (c *Ctx) webhookData(w *parley.Webhook) (webhookData, error) {
 	ds, _, err := c.Service.ListWebhookDeliveries(c, c.BrandID(), w.ID, webhookLogSize, "")
-	return webhookData{Webhook: w, Deliveries: ds}, err
+	return webhookData{Webhook: w, Deliveries: ds, Zone: c.Zone()}, err
 }
 
 func webhookPage(c *Ctx) error {

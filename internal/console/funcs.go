@@ -23,6 +23,9 @@ var funcs = template.FuncMap{
 		}
 		return when(loc, t.Time)
 	},
+	// zonename names a zone for people: {{zonename $.Zone}} → "Eastern
+	// Time (America/New_York)".
+	"zonename": zoneName,
 	// deref shows an optional string ("" for none).
 	"deref": func(s *string) string {
 		if s == nil {

@@ -7,20 +7,25 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/service"
 )
 
-// The Settings page (D19, D17, issue #18): the brand's sending rules, with
-// the admin API's validation (service.UpdateBrandSettings), and the brand's
-// operators: add one with a password or a one-time sign-in link, remove one
-// (never yourself). Admins only.
+// The Settings page (D19, D17, issue #18, issue #32): the brand's sending
+// rules, with the admin API's validation (service.UpdateBrandSettings) and
+// every error at once next to its field, and the brand's operators: add one
+// with a password or a one-time sign-in link, send one a new link (the old
+// ones stop working), remove one after a confirmation (never yourself).
+// Admins only. Other parts of the page are the templates "settings-rules",
+// "settings-brand" and "settings-replies" (one file each).
 func init() {
 	Register(Page{
 		Path: "settings", Title: "Settings", Nav: "Settings", Order: 80, Admin: true,
-		Template: "settings.html", Get: settingsPage, Post: settingsSave,
+		// settings*.html: the page and its sections (settings_rules.html …).
+		Template: "settings*.html", Get: settingsPage, Post: settingsSave,
 	})
 	Register(Page{
 		Path: "settings/operators", Title: "Settings", Admin: true,
-		Template: "settings.html", Post: operatorsAction,
+		Template: "settings*.html", Post: operatorsAction,
 	})
 }
 
@@ -47,9 +52,14 @@ type settingsData struct {
 	OpForm operatorForm
 	// OpErrors are the add-operator form's errors by field name.
 	OpErrors map[string]string
-	// Link is the one-time sign-in link of the operator just added.
+	// Link is the one-time sign-in link of the operator just added, or
+	// just sent a new link.
 	Link, LinkEmail string
 	Notice          string
+	// Confirm is the operator to remove, asked about first.
+	Confirm *parley.Operator
+	// ZonesUS and ZonesWorld are the zone picker's options.
+	ZonesUS, ZonesWorld []zoneChoice
 }
 
 // fieldView is one text field of the page, for the "field" template: its
@@ -112,6 +122,7 @@ func (c *Ctx) renderSettings(status int, d settingsData, errMsg string) error {
 		d.OpForm.Role = string(parley.RoleAgent)
 	}
 	d.Operators, d.Me = ops, c.Operator.ID
+	d.ZonesUS, d.ZonesWorld = zoneChoices(d.Form.TimeZone)
 	return c.RenderStatus(status, d, errMsg)
 }
 
@@ -136,16 +147,53 @@ func settingsSave(c *Ctx) error {
 		// refuses with the API's own message.
 		u.FrequencyCap = parley.Some(parley.FrequencyCap{MaxMessages: formInt(f.CapMax), PerHours: formInt(f.CapHours)})
 	}
+	// Every error at once, each next to its field; nothing is saved.
+	if errs := service.CheckBrandSettings(u); len(errs) > 0 {
+		return c.renderSettings(http.StatusUnprocessableEntity, settingsData{Form: f, Errors: settingsErrors(errs...)},
+			settingsRefused(len(errs)))
+	}
 	if _, err := c.Service.UpdateBrandSettings(c, c.BrandID(), u); err != nil {
 		if parley.ErrorCode(err) != parley.EValidation {
 			return err
 		}
-		d := settingsData{Form: f, Errors: map[string]string{fieldName(errField(err)): parley.ErrorMessage(err)}}
-		return c.renderSettings(http.StatusUnprocessableEntity, d, "The settings were not saved: see below.")
+		return c.renderSettings(http.StatusUnprocessableEntity, settingsData{Form: f, Errors: settingsErrors(err)}, settingsRefused(1))
 	}
 	c.console.Logger.InfoContext(c, "console: brand settings changed", "brand_id", c.BrandID(),
 		"source", parley.SourceConsole, "operator", c.Operator.Email)
 	return c.Redirect("settings?done=saved")
+}
+
+// settingsHelp is what each settings field takes, in plain words: the
+// error shown next to it.
+var settingsHelp = map[string]string{
+	"window_start": "Choose the time of day sending starts, such as 09:00.",
+	"window_end":   "Choose the time of day sending ends, such as 21:00 (the same time as the start means all day).",
+	"time_zone":    "Choose a time zone from the list.",
+	"cap_max":      "Enter how many messages, a whole number of 1 or more; or leave both frequency cap boxes empty for no cap.",
+	"cap_hours":    "Enter how many hours, a whole number from 1 to 8784 (a year); or leave both frequency cap boxes empty for no cap.",
+	"send_rate":    "Enter messages per second, a number from 0 (no limit) to 10000, such as 2.5.",
+}
+
+// settingsErrors are errs by form field, in plain words.
+func settingsErrors(errs ...error) map[string]string {
+	out := map[string]string{}
+	for _, err := range errs {
+		f := fieldName(errField(err))
+		msg, ok := settingsHelp[f]
+		if !ok {
+			msg = parley.ErrorMessage(err)
+		}
+		out[f] = msg
+	}
+	return out
+}
+
+// settingsRefused is the message above a refused settings form.
+func settingsRefused(n int) string {
+	if n == 1 {
+		return "The settings were not saved: one value needs fixing, shown below."
+	}
+	return "The settings were not saved: " + strconv.Itoa(n) + " values need fixing, shown below."
 }
 
 // formInt reads a whole number; anything else is 0.
@@ -173,19 +221,20 @@ func operatorsAction(c *Ctx) error {
 	case "add":
 		return operatorAdd(c)
 	case "remove":
+		return operatorRemove(c)
+	case "newlink":
 		id, err := strconv.ParseInt(c.Form("id"), 10, 64)
 		if err != nil || id < 1 {
 			return parley.Errorf(parley.ENotFound, "There is no such operator.")
 		}
-		if err := c.Operators.Remove(c, c.BrandID(), c.Operator.ID, id); err != nil {
-			if parley.ErrorCode(err) == parley.EValidation {
-				return c.renderSettings(http.StatusUnprocessableEntity, settingsData{}, parley.ErrorMessage(err))
-			}
+		op, token, err := c.Operators.NewLink(c, c.BrandID(), id)
+		if err != nil {
 			return err
 		}
-		c.console.Logger.InfoContext(c, "console: operator removed", "brand_id", c.BrandID(), "operator_id", id,
+		c.console.Logger.InfoContext(c, "console: operator sign-in link replaced", "brand_id", c.BrandID(), "operator_id", op.ID,
 			"source", parley.SourceConsole, "by", c.Operator.Email)
-		return c.Redirect("settings?done=removed")
+		return c.renderSettings(http.StatusOK, settingsData{Link: c.linkURL(token), LinkEmail: op.Email,
+			Notice: "A new sign-in link for " + op.Email + " is below; their earlier links no longer work."}, "")
 	}
 	return parley.Errorf(parley.EValidation, "Unknown action: press one of the page's buttons.")
 }
@@ -217,12 +266,49 @@ func operatorAdd(c *Ctx) error {
 		return err
 	}
 	// The link is shown once, so this answer is the page itself.
-	// Over TLS as the session cookie reckons it (overTLS): behind a proxy
-	// that ends TLS, an http link would carry the token in clear.
+	d := settingsData{Link: c.linkURL(token), LinkEmail: op.Email, Notice: "Operator " + op.Email + " added."}
+	return c.renderSettings(http.StatusCreated, d, "")
+}
+
+// linkURL is the one-time sign-in link of token, over TLS as the session
+// cookie reckons it (overTLS): behind a proxy that ends TLS, an http link
+// would carry the token in clear.
+func (c *Ctx) linkURL(token string) string {
 	scheme := "http"
 	if overTLS(c.R) {
 		scheme = "https"
 	}
-	d := settingsData{Link: scheme + "://" + c.R.Host + Prefix + "link?token=" + token, LinkEmail: op.Email}
-	return c.renderSettings(http.StatusCreated, d, "")
+	return scheme + "://" + c.R.Host + Prefix + "link?token=" + token
+}
+
+// operatorRemove removes an operator once the admin has confirmed it: the
+// table's Remove button answers a page that names the operator and asks
+// (issue #32); its own button sends confirm.
+func operatorRemove(c *Ctx) error {
+	id, err := strconv.ParseInt(c.Form("id"), 10, 64)
+	if err != nil || id < 1 {
+		return parley.Errorf(parley.ENotFound, "There is no such operator.")
+	}
+	if c.Form("confirm") == "" && id != c.Operator.ID { // yourself: the service's refusal
+		ops, err := c.Operators.List(c, c.BrandID())
+		if err != nil {
+			return err
+		}
+		for _, op := range ops {
+			if op.ID == id {
+				c.Title = "Remove " + op.Email + "?"
+				return c.renderSettings(http.StatusOK, settingsData{Confirm: op}, "")
+			}
+		}
+		return parley.Errorf(parley.ENotFound, "There is no such operator: they may have been removed already.")
+	}
+	if err := c.Operators.Remove(c, c.BrandID(), c.Operator.ID, id); err != nil {
+		if parley.ErrorCode(err) == parley.EValidation {
+			return c.renderSettings(http.StatusUnprocessableEntity, settingsData{}, parley.ErrorMessage(err))
+		}
+		return err
+	}
+	c.console.Logger.InfoContext(c, "console: operator removed", "brand_id", c.BrandID(), "operator_id", id,
+		"source", parley.SourceConsole, "by", c.Operator.Email)
+	return c.Redirect("settings?done=removed")
 }

@@ -95,7 +95,14 @@ func TestSettingsBadInput(t *testing.T) {
 			!strings.Contains(p.Body, `aria-describedby="`+c.field+`-error"`) {
 			t.Errorf("%s: %d, want 422 with the error next to %s\n%s", name, p.Status, c.field, p.Body)
 		}
-		if v := c.form.Get(c.field); !strings.Contains(p.Body, `id="`+c.field+`" name="`+c.field+`" type="text"`) ||
+		if c.field == "time_zone" {
+			continue // a picker: it offers only the zones it knows
+		}
+		typ := "text"
+		if strings.HasPrefix(c.field, "window_") {
+			typ = "time" // issue #32: time inputs
+		}
+		if v := c.form.Get(c.field); !strings.Contains(p.Body, `id="`+c.field+`" name="`+c.field+`" type="`+typ+`"`) ||
 			(v != "" && !strings.Contains(p.Body, `value="`+v+`"`)) {
 			t.Errorf("%s: the form does not keep %q", name, v)
 		}
@@ -148,7 +155,17 @@ func TestSettingsOperators(t *testing.T) {
 		t.Errorf("operators after adding = %+v", ops)
 	}
 
+	// Remove asks first, naming the operator, and removes nothing yet
+	// (issue #32).
 	p = w.post("/console/settings/operators", url.Values{"action": {"remove"}, "id": {itoa(ops[2].ID)}})
+	if p.Status != http.StatusOK || p.h1() != "Remove new.agent@a.example?" || !strings.Contains(p.Body, ">Remove new.agent@a.example</button>") ||
+		!strings.Contains(p.Body, `name="confirm" value="1"`) {
+		t.Fatalf("remove without confirming: %d %q, want the question naming them\n%s", p.Status, p.h1(), p.Body)
+	}
+	if p := na.get("/console/inbox"); p.Status != http.StatusOK {
+		t.Fatalf("the operator was removed before the admin confirmed: %d", p.Status)
+	}
+	p = w.post("/console/settings/operators", url.Values{"action": {"remove"}, "id": {itoa(ops[2].ID)}, "confirm": {"1"}})
 	if p.Status != http.StatusSeeOther || p.Location != "/console/settings?done=removed" {
 		t.Fatalf("remove: %d %q\n%s", p.Status, p.Location, p.Body)
 	}
@@ -159,7 +176,7 @@ func TestSettingsOperators(t *testing.T) {
 		t.Errorf("the removed operator is still listed")
 	}
 	before := e.adminState(t)
-	p = w.post("/console/settings/operators", url.Values{"action": {"remove"}, "id": {itoa(e.AdminA.ID)}})
+	p = w.post("/console/settings/operators", url.Values{"action": {"remove"}, "id": {itoa(e.AdminA.ID)}, "confirm": {"1"}})
 	if p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, "You cannot remove yourself") {
 		t.Errorf("remove yourself: %d\n%s", p.Status, p.Body)
 	}
@@ -187,9 +204,11 @@ func TestSettingsOperators(t *testing.T) {
 		}
 	}
 	for name, form := range map[string]url.Values{
-		"no action":      {},
-		"unknown id":     {"action": {"remove"}, "id": {"999999"}},
-		"id not numeric": {"action": {"remove"}, "id": {"x"}},
+		"no action":             {},
+		"unknown id":            {"action": {"remove"}, "id": {"999999"}},
+		"unknown id, confirmed": {"action": {"remove"}, "id": {"999999"}, "confirm": {"1"}},
+		"new link, unknown id":  {"action": {"newlink"}, "id": {"999999"}},
+		"id not numeric":        {"action": {"remove"}, "id": {"x"}},
 	} {
 		if p := w.post("/console/settings/operators", form); p.Status != http.StatusUnprocessableEntity && p.Status != http.StatusNotFound {
 			t.Errorf("%s: %d, want 422 or 404", name, p.Status)

@@ -11,10 +11,12 @@ import (
 	"github.com/parleyhq/parley"
 )
 
-// The Webhooks page (D19, D11, issue #18): the brand's endpoints (list,
-// create, disable or enable, delete), each endpoint's delivery log with a Retry button per
-// delivery that did not arrive, and "Send test event". The same service as
-// the v1 /webhooks API; admins only.
+// The Webhooks page (D19, D11, issue #18, issue #32): the brand's endpoints
+// (list, create, edit URL, description and events, rotate the signing
+// secret, disable or enable, delete after a confirmation), each endpoint's
+// delivery log with a Retry button per delivery that did not arrive, and
+// "Send test event". The same service as the v1 /webhooks API (its update
+// and rotate_secret); admins only.
 func init() {
 	Register(Page{
 		Path: "webhooks", Title: "Webhooks", Nav: "Webhooks", Order: 70, Admin: true,
@@ -45,6 +47,8 @@ type webhooksData struct {
 	Errors map[string]string
 	// Created is the endpoint just created, with its secret (shown once).
 	Created *parley.Webhook
+	// Notice says what the last button did.
+	Notice string
 }
 
 type webhookForm struct {
@@ -57,7 +61,11 @@ type webhookForm struct {
 func (f webhookForm) Has(t string) bool { return slices.Contains(f.Types, t) }
 
 func webhooksPage(c *Ctx) error {
-	return c.renderWebhooks(http.StatusOK, webhooksData{Form: webhookForm{All: true}}, "")
+	d := webhooksData{Form: webhookForm{All: true}}
+	if c.R.URL.Query().Get("done") == "deleted" {
+		d.Notice = "The endpoint was deleted; Parley sends it nothing more."
+	}
+	return c.renderWebhooks(http.StatusOK, d, "")
 }
 
 func (c *Ctx) renderWebhooks(status int, d webhooksData, errMsg string) error {
@@ -76,14 +84,10 @@ func (c *Ctx) consoleOrigin() parley.Origin {
 }
 
 func webhooksCreate(c *Ctx) error {
-	c.Form("")
-	f := webhookForm{URL: strings.TrimSpace(c.Form("url")), Description: c.Form("description"),
-		Types: c.R.PostForm["event_types"], All: c.Form("all_events") != ""}
-	in := parley.WebhookCreate{URL: parley.Some(f.URL), Description: parley.Some(f.Description)}
+	f := c.postedWebhookForm()
+	in := parley.WebhookCreate{URL: parley.Some(f.URL), Description: parley.Some(f.Description), EventTypes: parley.Some(f.Types)}
 	if f.All {
 		in.EventTypes = parley.Some([]string{"*"})
-	} else {
-		in.EventTypes = parley.Some(f.Types)
 	}
 	w, err := c.Service.CreateWebhook(c, c.consoleOrigin(), c.BrandID(), in)
 	if err != nil {
@@ -91,12 +95,7 @@ func webhooksCreate(c *Ctx) error {
 		if status >= 500 {
 			return err
 		}
-		field := errField(err)
-		if field == "" {
-			field = "url"
-		}
-		return c.renderWebhooks(status, webhooksData{Form: f, Errors: map[string]string{fieldName(field): parley.ErrorMessage(err)}},
-			"The endpoint was not created: see below.")
+		return c.renderWebhooks(status, webhooksData{Form: f, Errors: webhookFormErrors(err)}, "The endpoint was not created: see below.")
 	}
 	// The secret is shown once, so this answer is the page itself rather
 	// than a redirect to it.
@@ -146,6 +145,15 @@ type webhookData struct {
 	Pending bool
 	// Zone is the brand's, for the log's times (a fragment of its own).
 	Zone *time.Location
+	// Form is the edit form, as sent after an error; Errors are its
+	// errors by field name; EventTypes are the types to check.
+	Form       webhookForm
+	Errors     map[string]string
+	EventTypes []string
+	// ConfirmDelete asks before the endpoint is deleted.
+	ConfirmDelete bool
+	// Secret is the new signing secret just made by a rotation, shown once.
+	Secret string
 }
 
 // watchFor is how long the log is refreshed, at most, for an attempt a
@@ -169,7 +177,45 @@ func (c *Ctx) findWebhook() (*parley.Webhook, error) {
 
 func (c *Ctx) webhookData(w *parley.Webhook) (webhookData, error) {
 	ds, _, err := c.Service.ListWebhookDeliveries(c, c.BrandID(), w.ID, webhookLogSize, "")
-	return webhookData{Webhook: w, Deliveries: ds, Zone: c.Zone()}, err
+	return webhookData{Webhook: w, Deliveries: ds, Zone: c.Zone(), Form: formOfWebhook(w), EventTypes: parley.EventTypes}, err
+}
+
+// formOfWebhook is the edit form of w as it is.
+func formOfWebhook(w *parley.Webhook) webhookForm {
+	f := webhookForm{URL: w.URL, Description: w.Description}
+	if slices.Contains(w.EventTypes, "*") {
+		f.All = true
+	} else {
+		f.Types = w.EventTypes
+	}
+	return f
+}
+
+// postedWebhookForm reads the create or edit form.
+func (c *Ctx) postedWebhookForm() webhookForm {
+	c.Form("")
+	return webhookForm{URL: strings.TrimSpace(c.Form("url")), Description: c.Form("description"),
+		Types: c.R.PostForm["event_types"], All: c.Form("all_events") != ""}
+}
+
+// eventTypes is what the form's checkboxes subscribe to.
+func (f webhookForm) eventTypes() []string {
+	if f.All {
+		return []string{"*"}
+	}
+	if f.Types == nil {
+		return []string{}
+	}
+	return f.Types
+}
+
+// webhookFormErrors are a refused create or update's errors by field.
+func webhookFormErrors(err error) map[string]string {
+	field := errField(err)
+	if field == "" {
+		field = "url"
+	}
+	return map[string]string{fieldName(field): parley.ErrorMessage(err)}
 }
 
 func webhookPage(c *Ctx) error {
@@ -195,6 +241,9 @@ func webhookPage(c *Ctx) error {
 		until := c.Now.Add(watchFor).Unix()
 		d.Watch = "after=" + strconv.FormatInt(after, 10) + "&until=" + strconv.FormatInt(until, 10)
 		d.Pending = d.pending(after, until, c.Now)
+	}
+	if q.Get("done") == "saved" {
+		d.Notice = "The endpoint was saved."
 	}
 	c.Title = "Webhook " + w.URL
 	return c.Render(d)
@@ -264,11 +313,53 @@ func webhookAction(c *Ctx) error {
 			return err
 		}
 		return c.Redirect(path)
+	case "update":
+		return webhookUpdate(c, w)
+	case "rotate":
+		nw, err := c.Service.RotateWebhookSecret(c, c.consoleOrigin(), c.BrandID(), w.ID)
+		if err != nil {
+			return err
+		}
+		d, err := c.webhookData(nw)
+		if err != nil {
+			return err
+		}
+		// The secret is shown once, so this answer is the page itself.
+		d.Secret, d.Webhook.Secret = nw.Secret, ""
+		c.Title = "Webhook " + nw.URL
+		return c.Render(d)
 	case "delete":
+		if c.Form("confirm") == "" {
+			// Ask first (issue #32): the endpoint's log goes with it.
+			c.Title = "Delete the endpoint " + w.URL + "?"
+			return c.Render(webhookData{Webhook: w, ConfirmDelete: true, Zone: c.Zone()})
+		}
 		if _, err := c.Service.DeleteWebhook(c, c.consoleOrigin(), c.BrandID(), w.ID); err != nil {
 			return err
 		}
-		return c.Redirect("webhooks")
+		return c.Redirect("webhooks?done=deleted")
 	}
 	return parley.Errorf(parley.EValidation, "Unknown action: press one of the page's buttons.")
+}
+
+// webhookUpdate saves the edit form through the service of POST
+// /webhooks/{id}: a refused value changes nothing and is shown next to
+// its field.
+func webhookUpdate(c *Ctx, w *parley.Webhook) error {
+	f := c.postedWebhookForm()
+	in := parley.WebhookUpdate{URL: parley.Some(f.URL), Description: parley.Some(f.Description), EventTypes: parley.Some(f.eventTypes())}
+	if _, err := c.Service.UpdateWebhook(c, c.consoleOrigin(), c.BrandID(), w.ID, in); err != nil {
+		status, _ := statusOf(parley.ErrorCode(err))
+		if status >= 500 || status == http.StatusNotFound {
+			return err
+		}
+		d, derr := c.webhookData(w)
+		if derr != nil {
+			return derr
+		}
+		d.Form, d.Errors = f, webhookFormErrors(err)
+		c.Title = "Webhook " + w.URL
+		return c.RenderStatus(status, d, "The endpoint was not changed: see below.")
+	}
+	return c.Redirect("webhooks/" + strconv.FormatInt(w.ID, 10) + "?done=saved")
 }

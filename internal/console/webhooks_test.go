@@ -170,8 +170,17 @@ func TestWebhooksPage(t *testing.T) {
 		}
 	}
 
+	// Delete asks first, naming the endpoint, and deletes nothing yet
+	// (issue #32).
 	p = w.post("/console/webhooks/"+id, url.Values{"action": {"delete"}})
-	if p.Status != http.StatusSeeOther || p.Location != "/console/webhooks" {
+	if p.Status != http.StatusOK || p.h1() != "Delete the endpoint "+rcv.URL+"/hook?" || !strings.Contains(p.Body, `name="confirm" value="1"`) {
+		t.Fatalf("delete without confirming: %d %q, want the question\n%s", p.Status, p.h1(), p.Body)
+	}
+	if hooks, _ := e.App.Service.ListWebhooks(e.Ctx, e.BrandA.ID); len(hooks) != 1 {
+		t.Fatalf("the endpoint was deleted before the admin confirmed")
+	}
+	p = w.post("/console/webhooks/"+id, url.Values{"action": {"delete"}, "confirm": {"1"}})
+	if p.Status != http.StatusSeeOther || p.Location != "/console/webhooks?done=deleted" {
 		t.Fatalf("delete: %d %q", p.Status, p.Location)
 	}
 	if hooks, _ := e.App.Service.ListWebhooks(e.Ctx, e.BrandA.ID); len(hooks) != 0 {

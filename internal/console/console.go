@@ -201,7 +201,9 @@ func (c *Console) nav(x *Ctx) []navItem {
 		if p.Nav == "" || (p.Admin && !x.Operator.IsAdmin()) {
 			continue
 		}
-		out = append(out, navItem{Label: p.Nav, Href: Prefix + p.Path, Active: p == x.page})
+		// A page below a nav item's (webhooks/12) keeps that item marked.
+		active := p == x.page || (x.page != nil && p.Path != "" && strings.HasPrefix(x.page.Path, p.Path+"/"))
+		out = append(out, navItem{Label: p.Nav, Href: Prefix + p.Path, Active: active})
 	}
 	return out
 }

@@ -25,7 +25,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			return c.Render(newDashboardView(st))
+			return c.Render(newDashboardView(st, c.Zone()))
 		},
 	})
 }
@@ -57,7 +57,9 @@ type chartTick struct {
 
 const chartW, chartH = 700, 200
 
-func newDashboardView(st *service.DashboardStats) dashboardView {
+// newDashboardView lays out st; the chart's days and span are in loc, the
+// brand's zone (issue #32).
+func newDashboardView(st *service.DashboardStats, loc *time.Location) dashboardView {
 	v := dashboardView{DashboardStats: st}
 	for _, s := range []string{parley.StatusQueued, parley.StatusSent, parley.StatusDelivered, parley.StatusUndelivered, parley.StatusFailed} {
 		v.Statuses = append(v.Statuses, statusCount{s, st.Last24h[s]})
@@ -77,12 +79,12 @@ func newDashboardView(st *service.DashboardStats) dashboardView {
 	c.Sent, c.Delivered = points(st.Sent, c.Max), points(st.Delivered, c.Max)
 	n := len(st.Sent)
 	for i := range n {
-		if h := st.Since.Add(time.Duration(i) * time.Hour); h.UTC().Hour() == 0 {
-			c.Days = append(c.Days, chartTick{X: i * chartW / max(n-1, 1), Label: h.UTC().Format("Mon 2")})
+		if h := st.Since.Add(time.Duration(i) * time.Hour).In(loc); h.Hour() == 0 {
+			c.Days = append(c.Days, chartTick{X: i * chartW / max(n-1, 1), Label: h.Format("Mon 2")})
 		}
 	}
-	c.From = st.Since.UTC().Format("2006-01-02 15:04 MST")
-	c.To = st.Since.Add(time.Duration(n) * time.Hour).UTC().Format("2006-01-02 15:04 MST")
+	c.From = when(loc, st.Since)
+	c.To = when(loc, st.Since.Add(time.Duration(n)*time.Hour))
 	return v
 }
 

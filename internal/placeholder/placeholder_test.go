@@ -8,7 +8,7 @@ import (
 
 // D21: the placeholders, their fallbacks and a missing value.
 func TestRender(t *testing.T) {
-	custom := FromMap(map[string]any{"vip_level": "Gold", "points": 1250.0, "member": true, "none": nil})
+	custom := FromMap(map[string]any{"vip_level": "Gold", "points": 1250.0, "member": true, "tags": []any{"a", 2.0}, "none": nil})
 	event := FromMap(map[string]any{"order_id": "A-17", "total": 19.5, "ship": map[string]any{"city": "Boston"}})
 	full := Values{FirstName: "Ana", LastName: "Ruiz", Custom: custom, Event: event}
 	empty := Values{}
@@ -23,7 +23,7 @@ func TestRender(t *testing.T) {
 		{"Hi {{first_name}}!", empty, "Hi !"},
 		{`Hi {{first_name | "there"}}!`, empty, "Hi there!"},
 		{`Hi {{first_name|"there"}}!`, full, "Hi Ana!"},
-		{`{{custom.vip_level}} {{custom.points}} {{custom.member}}`, full, "Gold 1250 true"},
+		{`{{custom.vip_level}} {{custom.points}} {{custom.member}} {{custom.tags}}`, full, "Gold 1250 true a, 2"},
 		{`{{custom.none | "-"}}{{custom.missing}}`, full, "-"},
 		{`Order {{event.order_id}} to {{event.ship.city}}, {{event.total}}`, full, "Order A-17 to Boston, 19.5"},
 		{`{{event.nope | "soon"}}`, empty, "soon"},

@@ -9,7 +9,8 @@ import (
 // contact's custom data, an event's properties) for Values.Custom and
 // Values.Event: a path's dots walk into nested objects; strings are
 // themselves, numbers are written without exponent, booleans true or
-// false; null, objects and arrays are missing.
+// false, lists their items joined by ", "; null and objects are
+// missing.
 func FromMap(m map[string]any) func(string) (string, bool) {
 	return func(path string) (string, bool) {
 		var v any = m
@@ -39,6 +40,14 @@ func Format(v any) (string, bool) {
 		return strconv.FormatInt(v, 10), true
 	case int:
 		return strconv.Itoa(v), true
+	case []any: // a LIST field: its items, comma-separated
+		items := make([]string, 0, len(v))
+		for _, e := range v {
+			if s, ok := Format(e); ok {
+				items = append(items, s)
+			}
+		}
+		return strings.Join(items, ", "), len(items) > 0
 	}
 	return "", false
 }

@@ -143,3 +143,19 @@ func (s *Service) TestCampaign(ctx context.Context, o parley.Origin, brandID, id
 	return s.TestSendCampaign(ctx, o, brandID, CampaignTestSend{PhoneNumber: in.PhoneNumber.Value, Body: c.Body,
 		MediaItemUUIDs: c.MediaItemUUIDs, SegmentID: c.SegmentID})
 }
+
+// CheckCampaign applies every rule of CreateCampaign to in and returns
+// the campaign it would store, storing nothing: the console's review
+// step, before anything is sent or scheduled. A zero SendAt is now.
+func (s *Service) CheckCampaign(ctx context.Context, brandID int64, in parley.CampaignCreate) (*parley.Campaign, error) {
+	c, err := checkCampaign(in, s.db.Now())
+	if err != nil {
+		return nil, err
+	}
+	c.BrandID = brandID
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error { return s.checkCampaignRefs(ctx, tx, c) })
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}

@@ -29,8 +29,8 @@ type campaignReview struct {
 	Now        bool      // sends on confirmation
 	At         time.Time // when it is scheduled (not Now)
 	// DateWins: "Send now" was chosen but a date typed; the date wins.
-	DateWins bool
-	Zone     *time.Location
+	DateWins  bool
+	Zone      *time.Location
 	Marketing bool
 	// The test send: the number typed, and what became of it.
 	TestTo, TestSent, TestError string

@@ -71,7 +71,7 @@ type campaignNewData struct {
 	Edit *parley.Campaign
 	// Review, when set, shows what the campaign would do, before it is
 	// sent or scheduled (campaign_review.go).
-	Review *campaignReview
+	Review   *campaignReview
 	Segments []*parley.Segment
 	// TimeZone is the brand's zone, in which SendAt is read.
 	TimeZone string

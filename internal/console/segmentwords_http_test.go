@@ -35,13 +35,13 @@ func (e *env) segmentPeople(t testing.TB) {
 	}
 }
 
-// segmentWant is the segment "State is one of New York or New Jersey and
+// segmentWant is the segment "State is one of New Jersey or New York and
 // Opted in is yes, or Loyalty Tier is Gold and State is California" as a
 // client of the API POSTs it (D14: no IN, so one AND group per state).
 const segmentWant = `[
- {"attribute":{"dimension_type":1,"field_name":"state_code","field_type":3},"operator_type":1,"and_group_num":0,"str_field_value":"NY"},
+ {"attribute":{"dimension_type":1,"field_name":"state_code","field_type":3},"operator_type":1,"and_group_num":0,"str_field_value":"NJ"},
  {"attribute":{"dimension_type":1,"field_name":"messaging_consent","field_type":5},"operator_type":1,"and_group_num":0,"bool_field_value":true},
- {"attribute":{"dimension_type":1,"field_name":"state_code","field_type":3},"operator_type":1,"and_group_num":1,"str_field_value":"NJ"},
+ {"attribute":{"dimension_type":1,"field_name":"state_code","field_type":3},"operator_type":1,"and_group_num":1,"str_field_value":"NY"},
  {"attribute":{"dimension_type":1,"field_name":"messaging_consent","field_type":5},"operator_type":1,"and_group_num":1,"bool_field_value":true},
  {"attribute":{"dimension_type":2,"field_name":"loyalty_tier","field_type":3},"operator_type":1,"and_group_num":2,"str_field_value":"Gold"},
  {"attribute":{"dimension_type":1,"field_name":"state_code","field_type":3},"operator_type":1,"and_group_num":2,"str_field_value":"CA"}]`
@@ -76,8 +76,8 @@ func (e *env) sameAsAPI(t testing.TB, consoleID int64) {
 
 // TestSegmentBuilderWords: the builder as a form posts it, without
 // script (issue #32, D14): a state typed by name, an enum value in
-// another case, yes from a menu, "is one of" two states (by name and by
-// code), two groups; the count matches 3, the saved criteria equal the
+// another case, yes from a menu, "is one of" two states (by code and by
+// name), two groups; the count matches 3, the saved criteria equal the
 // API's for the same segment, the list shows it as a sentence, and the
 // builder shows it again as it was built.
 func TestSegmentBuilderWords(t *testing.T) {
@@ -86,7 +86,7 @@ func TestSegmentBuilderWords(t *testing.T) {
 	e.segmentPeople(t)
 	w := e.signedIn(t, "admin@a.example")
 	f := url.Values{"name": {"East coast or gold"}, "type": {"STANDARD"}, "rows": {"4"}, "action": {"count"},
-		"group_0": {"0"}, "attr_0": {"1:state_code:3"}, "op_0": {"in"}, "value_0": {"New York", "nj"},
+		"group_0": {"0"}, "attr_0": {"1:state_code:3"}, "op_0": {"in"}, "value_0": {"nj", "New York"},
 		"group_1": {"0"}, "attr_1": {"1:messaging_consent:5"}, "op_1": {"1"}, "value_1": {"true"},
 		"group_2": {"1"}, "attr_2": {"2:loyalty_tier:3"}, "op_2": {"1"}, "value_2": {"gold"},
 		"group_3": {"1"}, "attr_3": {"1:state_code:3"}, "op_3": {"1"}, "value_3": {"California"}}
@@ -106,7 +106,7 @@ func TestSegmentBuilderWords(t *testing.T) {
 	e.sameAsAPI(t, id)
 
 	list := w.get("/console/segments")
-	sentence := "(State is one of New York or New Jersey and Opted in is yes) or (Loyalty Tier is Gold and State is California)"
+	sentence := "(State is one of New Jersey or New York and Opted in is yes) or (Loyalty Tier is Gold and State is California)"
 	if !strings.Contains(list.Body, sentence) || !strings.Contains(list.Body, `data-count="/console/segments/`+m[1]+`/count"`) {
 		t.Errorf("the list's sentence and count:\n%s", list.Body)
 	}

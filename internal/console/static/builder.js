@@ -14,7 +14,7 @@
     var focus = ev.target.id, mine = ++seq;
     var body = new URLSearchParams(new FormData(form));
     body.set("action", "refresh");
-    fetch(form.action, {
+    fetch(form.getAttribute("action"), {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/x-www-form-urlencoded" },

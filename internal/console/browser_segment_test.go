@@ -30,8 +30,8 @@ func (b *browser) shot(name string) {
 	}
 	ctx, cancel := b.step()
 	defer cancel()
-	if img, err := chromedp.Run(ctx, chromedp.FullScreenshot(80)); err == nil {
-		os.WriteFile(filepath.Join(dir, name+".jpg"), img, 0o644)
+	if img, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		os.WriteFile(filepath.Join(dir, name+".png"), img, 0o644)
 	}
 }
 

@@ -306,6 +306,9 @@ func (fs fieldSet) rowCriteria(r *criterionRow) []parley.SegmentCriterion {
 	if r.Op != opOneOf {
 		vals = []string{r.Value()}
 	}
+	// Values picked from a menu are saved in the menu's order, whatever
+	// order they were picked or sent in.
+	slices.SortStableFunc(vals, func(a, b string) int { return menuIndex(f, a) - menuIndex(f, b) })
 	var out []parley.SegmentCriterion
 	for _, v := range vals {
 		cr, bad := fs.criterion(f, r.Op, v, 0)
@@ -364,4 +367,23 @@ func expandGroups(rows []criterionRow, per [][]parley.SegmentCriterion) (criteri
 		start = end
 	}
 	return criteria, rowOfCriterion
+}
+
+// menuIndex is where a value stands in its field's menu (states by code
+// or name, a field's values in any case); after them, a value not in it.
+func menuIndex(f segField, v string) int {
+	switch f.Kind {
+	case kindState:
+		code, _ := stateCode(v)
+		if i := slices.IndexFunc(usStates, func(st [2]string) bool { return st[0] == code }); i >= 0 {
+			return i
+		}
+		return len(usStates)
+	case kindEnum, kindList:
+		if i := slices.IndexFunc(f.Enum, func(e string) bool { return strings.EqualFold(e, v) }); i >= 0 {
+			return i
+		}
+		return len(f.Enum)
+	}
+	return 0
 }

@@ -240,6 +240,17 @@ func (fs fieldSet) view(r criterionRow, self int64) rowView {
 	case v.Op == "12" || v.Op == "13" || v.Op == "14":
 		v.Control = "days"
 	case v.Op == opOneOf && len(menu) > 0:
+		// The values picked first, so a long list shows them without
+		// scrolling; they are sent in the list's order either way.
+		slices.SortStableFunc(menu, func(a, b choice) int {
+			switch {
+			case a.Selected == b.Selected:
+				return 0
+			case a.Selected:
+				return -1
+			}
+			return 1
+		})
 		v.Control, v.Choices = "checks", menu
 	case v.Op == opOneOf:
 		v.Control, v.Joined = "list", strings.Join(vals, ", ")

@@ -76,8 +76,8 @@ func (e *env) sameAsAPI(t testing.TB, consoleID int64) {
 
 // TestSegmentBuilderWords: the builder as a form posts it, without
 // script (issue #32, D14): a state typed by name, an enum value in
-// another case, yes from a menu, "is one of" two states (by code and by
-// name), two groups; the count matches 3, the saved criteria equal the
+// another case, yes from a menu, "is one of" two states (by name and by
+// code, in the other order than the list's), two groups; the count matches 3, the saved criteria equal the
 // API's for the same segment, the list shows it as a sentence, and the
 // builder shows it again as it was built.
 func TestSegmentBuilderWords(t *testing.T) {
@@ -86,7 +86,7 @@ func TestSegmentBuilderWords(t *testing.T) {
 	e.segmentPeople(t)
 	w := e.signedIn(t, "admin@a.example")
 	f := url.Values{"name": {"East coast or gold"}, "type": {"STANDARD"}, "rows": {"4"}, "action": {"count"},
-		"group_0": {"0"}, "attr_0": {"1:state_code:3"}, "op_0": {"in"}, "value_0": {"nj", "New York"},
+		"group_0": {"0"}, "attr_0": {"1:state_code:3"}, "op_0": {"in"}, "value_0": {"New York", "nj"},
 		"group_1": {"0"}, "attr_1": {"1:messaging_consent:5"}, "op_1": {"1"}, "value_1": {"true"},
 		"group_2": {"1"}, "attr_2": {"2:loyalty_tier:3"}, "op_2": {"1"}, "value_2": {"gold"},
 		"group_3": {"1"}, "attr_3": {"1:state_code:3"}, "op_3": {"1"}, "value_3": {"California"}}
@@ -117,7 +117,7 @@ func TestSegmentBuilderWords(t *testing.T) {
 	page := w.get("/console/segments/" + m[1])
 	for _, want := range []string{
 		`<option value="in" selected>is one of</option>`,
-		`id="value_0_32" name="value_0" value="NY" checked> <label class="inline" for="value_0_32">New York (NY)</label>`,
+		`id="value_0_1" name="value_0" value="NY" checked> <label class="inline" for="value_0_1">New York (NY)</label>`,
 		`<option value="true" selected>yes</option>`, `<option value="Gold" selected>Gold</option>`,
 		`<option value="CA" selected>California (CA)</option>`, "Group 2: contacts matching all of these",
 	} {

@@ -184,7 +184,8 @@ func TestSegmentValues(t *testing.T) {
 
 // TestSegmentOneOf: "is one of" is saved as one AND group per value (D14
 // has no IN), the group's other conditions copied into each, two of them
-// in one group as every combination; shown again, the groups collapse to
+// in one group as every combination, values from a menu in the menu's
+// order; shown again, the groups collapse to
 // the builder's rows and expand to the same criteria.
 func TestSegmentOneOf(t *testing.T) {
 	fs := testFields()
@@ -203,7 +204,7 @@ func TestSegmentOneOf(t *testing.T) {
 	got, rowOf := expandGroups(rows, per)
 	var want parley.Criteria
 	g := int64(0)
-	for _, st := range []string{"NY", "NJ"} {
+	for _, st := range []string{"NJ", "NY"} { // the menu's order, not the order picked
 		for _, tier := range []string{"Gold", "Silver"} {
 			s, t2, c := crit(1, "state_code", 3, 1, g), crit(2, "loyalty_tier", 3, 1, g), crit(1, "messaging_consent", 5, 1, g)
 			s.StrFieldValue, t2.StrFieldValue, c.BoolFieldValue = str(st), str(tier), yes(true)

@@ -65,10 +65,11 @@ func segmentsPage(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	fs, err := c.fieldSet()
+	custom, err := c.Service.ListCustomFields(c, c.BrandID())
 	if err != nil {
 		return err
 	}
+	fs := newFieldSet(custom, list) // the segments read once: their criteria are JSON to decode
 	d := segmentsData{}
 	for _, s := range list {
 		d.Segments = append(d.Segments, segmentRow{Segment: s, Sentence: fs.segmentSentence(s.Criteria)})

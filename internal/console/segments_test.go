@@ -73,7 +73,7 @@ func TestSegmentPagesAccess(t *testing.T) {
 		brand bool // brand A's data: 404 for brand B
 	}{
 		{"/console/segments", false}, {"/console/segments?count=" + itoa(seg.ID), true}, {"/console/segments/new", false},
-		{sp, true}, {sp + "/members", true},
+		{sp, true}, {sp + "/members", true}, {sp + "/count", true},
 		{"/console/campaigns", false}, {"/console/campaigns/new", false}, {cp, true}, {cp + "/progress", true},
 	}
 	out := e.web(t)

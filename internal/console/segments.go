@@ -526,7 +526,11 @@ func nameRule(err error) string {
 	if m == "name: required" {
 		return "Enter a name."
 	}
-	return strings.TrimPrefix(m, "name: ")
+	m = strings.TrimPrefix(m, "name: ")
+	if strings.HasPrefix(m, "at most ") {
+		return "Use " + m + "."
+	}
+	return m
 }
 
 // criterionIndex reads the index of the criterion a service error names

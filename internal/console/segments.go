@@ -70,6 +70,15 @@ func segmentsPage(c *Ctx) error {
 		return err
 	}
 	fs := newFieldSet(custom, list) // the segments read once: their criteria are JSON to decode
+	var named []criterionRow
+	for _, seg := range list {
+		for _, cr := range seg.Criteria {
+			named = append(named, rowOf(cr))
+		}
+	}
+	if err := c.nameSegments(fs, namedIDs(named)); err != nil {
+		return err
+	}
 	d := segmentsData{}
 	for _, s := range list {
 		d.Segments = append(d.Segments, segmentRow{Segment: s, Sentence: fs.segmentSentence(s.Criteria)})
@@ -110,6 +119,42 @@ func (c *Ctx) fieldSet() (fieldSet, error) {
 		return fieldSet{}, err
 	}
 	return newFieldSet(custom, segs), nil
+}
+
+// nameSegments adds to fs the segments the criteria name that the list of
+// visible ones lacks (archived ones keep their meaning where they are
+// named, D14): by name, marked archived, so they show and save as they were.
+func (c *Ctx) nameSegments(fs fieldSet, ids []int64) error {
+	for _, id := range ids {
+		if _, ok := fs.Segments[id]; ok {
+			continue
+		}
+		seg, err := c.Service.FindSegment(c, c.BrandID(), id)
+		if parley.ErrorCode(err) == parley.ESegmentNotFound {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		fs.Segments[id] = seg.Name + " (archived)"
+	}
+	return nil
+}
+
+// namedIDs are the segment ids the rows name.
+func namedIDs(rows []criterionRow) []int64 {
+	var ids []int64
+	for _, r := range rows {
+		if r.Attr != segmentKey {
+			continue
+		}
+		for _, v := range r.Values {
+			if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
 }
 
 // segmentCountData is the count fragment of a listed segment.
@@ -294,6 +339,9 @@ func (c *Ctx) renderSegment(status int, d segmentData, errMsg string) error {
 	if err != nil {
 		return err
 	}
+	if err := c.nameSegments(fs, namedIDs(d.Form.Rows)); err != nil {
+		return err
+	}
 	d.Fields = fs.List
 	if len(d.Form.Rows) == 0 {
 		d.Form.Rows = []criterionRow{{}} // a condition to start with
@@ -349,6 +397,9 @@ func segmentEdit(c *Ctx) error {
 // formErr says why, for the whole).
 func (c *Ctx) builderCriteria(rows []criterionRow, self int64) (criteria parley.Criteria, rowOf []int, formErr string, ok bool, err error) {
 	fs, err := c.fieldSet()
+	if err == nil {
+		err = c.nameSegments(fs, namedIDs(rows))
+	}
 	if err != nil {
 		return nil, nil, "", false, err
 	}

@@ -154,3 +154,30 @@ func TestSegmentBuilderWords(t *testing.T) {
 		t.Errorf("refresh after choosing Opted in:\n%s", got.Body)
 	}
 }
+
+// TestSegmentNamesArchived: a segment that names an archived one keeps
+// its meaning (D14): the list and the builder name it, marked archived,
+// and it saves again unchanged.
+func TestSegmentNamesArchived(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	old := e.mustSegment(t, false, "Old buyers", parley.Criteria{firstNameIs("Ada")})
+	in := parley.SegmentCriterion{Attribute: parley.SegmentAttribute{DimensionType: 4, FieldType: 1}, OperatorType: 1, IntFieldValue: &old.ID}
+	uses := e.mustSegment(t, false, "Uses old", parley.Criteria{in})
+	if _, err := e.App.Service.ArchiveSegment(e.Ctx, parley.Origin{Source: "test"}, e.BrandA.ID, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	w := e.signedIn(t, "admin@a.example")
+	if got := w.get("/console/segments"); !strings.Contains(got.Body, "Is in segment Old buyers (archived)") {
+		t.Errorf("the list:\n%s", got.Body)
+	}
+	sp := "/console/segments/" + strconv.FormatInt(uses.ID, 10)
+	if got := w.get(sp); !strings.Contains(got.Body, `<option value="`+strconv.FormatInt(old.ID, 10)+`" selected>Old buyers (archived)</option>`) {
+		t.Errorf("the builder:\n%s", got.Body)
+	}
+	f := url.Values{"name": {"Uses old"}, "type": {"STANDARD"}, "rows": {"1"}, "action": {"save"},
+		"attr_0": {"4::1"}, "op_0": {"1"}, "value_0": {strconv.FormatInt(old.ID, 10)}}
+	if got := w.post(sp, f); got.Status != http.StatusSeeOther {
+		t.Errorf("saved again: %d\n%s", got.Status, got.Body)
+	}
+}

@@ -61,6 +61,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	}
 	contact := fmt.Sprintf("/console/contacts/%d", seed.ContactID)
 	field := benchFields(b, e, seed.BrandID)
+	segment := benchSegments(b, e, seed.BrandID)
 	for _, p := range []struct{ name, path string }{
 		{"dashboard", "/console/"},
 		{"contacts", "/console/contacts"},
@@ -77,6 +78,8 @@ func BenchmarkConsolePages(b *testing.B) {
 		{"settings", "/console/settings"},
 		{"fields", "/console/fields"}, // 40 fields, half auto-collected (#19)
 		{"field", field},
+		{"segments", "/console/segments"}, // 20 segments as sentences; counts load after the page (issue #32)
+		{"segment", segment},
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			get(b, p.path) // warm: statements prepared, pages cached by the OS
@@ -132,4 +135,31 @@ func benchFields(b *testing.B, e *apitest.Env, brandID int64) string {
 		last = f.ID
 	}
 	return fmt.Sprintf("/console/fields/%d", last)
+}
+
+// benchSegments gives the brand 20 segments of a few conditions each (an
+// enum field of benchFields, states as "is one of", opted in) and returns
+// one's builder page.
+func benchSegments(b *testing.B, e *apitest.Env, brandID int64) string {
+	var last int64
+	for i := range 20 {
+		ny, nj, size := "NY", "NJ", "medium"
+		yes := true
+		state := parley.SegmentAttribute{DimensionType: parley.DimensionContact, FieldName: "state_code", FieldType: parley.CustomString}
+		consent := parley.SegmentAttribute{DimensionType: parley.DimensionContact, FieldName: "messaging_consent", FieldType: parley.CustomBoolean}
+		field := parley.SegmentAttribute{DimensionType: parley.DimensionCustomData, FieldName: "bench_field_1", FieldType: parley.CustomString}
+		seg, err := e.App.Service.CreateSegment(e.Ctx, parley.Origin{Source: "bench"}, brandID, &parley.Segment{
+			Name: fmt.Sprintf("Bench segment %d", i), IsActive: true, Criteria: parley.Criteria{
+				{Attribute: state, OperatorType: parley.OpEquals, StrFieldValue: &ny},
+				{Attribute: consent, OperatorType: parley.OpEquals, BoolFieldValue: &yes},
+				{Attribute: state, OperatorType: parley.OpEquals, StrFieldValue: &nj, AndGroupNum: 1},
+				{Attribute: consent, OperatorType: parley.OpEquals, BoolFieldValue: &yes, AndGroupNum: 1},
+				{Attribute: field, OperatorType: parley.OpEquals, StrFieldValue: &size, AndGroupNum: 2},
+			}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		last = seg.ID
+	}
+	return fmt.Sprintf("/console/segments/%d", last)
 }

@@ -107,7 +107,7 @@ func TestFormTooLarge(t *testing.T) {
 		}
 	}
 	if p := w.post("/console/segments/new", form(console.MaxForm)); p.Status != http.StatusUnprocessableEntity ||
-		!strings.Contains(p.Body, "name: at most "+itoa(parley.MaxSegmentName)+" characters") {
+		!strings.Contains(p.Body, `<span id="name-error" class="field-error">Use at most `+itoa(parley.MaxSegmentName)+" characters") {
 		t.Errorf("POST of exactly 1 MiB: %d, want the form read (its name refused as too long)\n%.500s", p.Status, p.Body)
 	}
 	if after := e.adminState(t); after != before {

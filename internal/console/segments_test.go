@@ -42,7 +42,7 @@ func (e *env) segmentState(t testing.TB) string {
 // builder is the builder's form with one criterion per row: attribute
 // ("dimension:field:type"), operator code, value.
 func builder(name string, rows ...[3]string) url.Values {
-	f := url.Values{"name": {name}, "type": {"STANDARD"}, "rows": {fmt.Sprint(len(rows) + 1)}, "action": {"save"}}
+	f := url.Values{"name": {name}, "type": {"STANDARD"}, "rows": {fmt.Sprint(len(rows))}, "action": {"save"}}
 	for i, r := range rows {
 		k := fmt.Sprint(i)
 		f.Set("attr_"+k, r[0])
@@ -50,7 +50,6 @@ func builder(name string, rows ...[3]string) url.Values {
 		f.Set("value_"+k, r[2])
 		f.Set("group_"+k, "0")
 	}
-	f.Set("attr_"+fmt.Sprint(len(rows)), "") // the empty row the page adds
 	return f
 }
 
@@ -74,7 +73,7 @@ func TestSegmentPagesAccess(t *testing.T) {
 		brand bool // brand A's data: 404 for brand B
 	}{
 		{"/console/segments", false}, {"/console/segments?count=" + itoa(seg.ID), true}, {"/console/segments/new", false},
-		{sp, true}, {sp + "/members", true},
+		{sp, true}, {sp + "/members", true}, {sp + "/count", true},
 		{"/console/campaigns", false}, {"/console/campaigns/new", false}, {cp, true}, {cp + "/progress", true},
 	}
 	out := e.web(t)
@@ -169,16 +168,18 @@ func TestSegmentBuilder(t *testing.T) {
 		want   string // shown next to the criterion or field
 	}{
 		{"OperatorDoesNotFit", builder("S", consentTrue, [3]string{"1:first_name:3", "3", "A"}), 422,
-			`id="row-error-1" data-row-error="1">criteria[1].operator_type: GREATER_THAN does not fit STRING`},
+			`id="row-error-1" data-row-error="1">Choose a condition for First name.`},
 		{"NotAnInteger", builder("S", [3]string{"3:inbound_count:1", "4", "many"}), 422,
-			`id="row-error-0" data-row-error="0">criteria[0].int_field_value: must be a whole number`},
+			`id="row-error-0" data-row-error="0">Enter a whole number, like 3.`},
 		{"NoValue", builder("S", [3]string{"1:first_name:3", "1", ""}), 422,
-			`id="row-error-0" data-row-error="0">criteria[0].value: a value is required with EQUALS`},
+			`id="row-error-0" data-row-error="0">Enter a value.`},
 		{"UnknownSegment", builder("S", [3]string{"4::1", "1", "99999"}), 422,
-			`id="row-error-0" data-row-error="0">criteria[0].int_field_value: segment 99999 not found`},
+			`id="row-error-0" data-row-error="0">Choose a segment.`},
 		{"UnknownField", builder("S", [3]string{"2:shoe_size:1", "1", "4"}), 422,
-			`data-row-error="0">criteria[0].attribute.field_name: "shoe_size" is not a field`},
-		{"NoName", builder("  ", startsAda), 422, `<span id="name-error" class="field-error">name: required</span>`},
+			`data-row-error="0">Choose a field: this one no longer exists.`},
+		{"NotAState", builder("S", [3]string{"1:state_code:3", "1", "Atlantis"}), 422,
+			`data-row-error="0">Choose a state: a name like New York or a code like NY.`},
+		{"NoName", builder("  ", startsAda), 422, `<span id="name-error" class="field-error">Enter a name.</span>`},
 	}
 	for _, c := range bad {
 		got := w.post("/console/segments/new", c.form)
@@ -189,8 +190,8 @@ func TestSegmentBuilder(t *testing.T) {
 			t.Errorf("%s: h1 %q", c.name, got.h1())
 		}
 	}
-	// The live count names the same criterion.
-	if got := w.post("/console/segments/count", bad[0].form); !strings.Contains(got.Body, `data-error-row="1">Criterion 2: criteria[1].operator_type`) {
+	// The live count names the same condition.
+	if got := w.post("/console/segments/count", bad[0].form); !strings.Contains(got.Body, `data-error-row="1">Choose a condition for First name.`) {
 		t.Errorf("live count of a bad criterion:\n%s", got.Body)
 	}
 	if after := e.segmentState(t); after != before {
@@ -199,7 +200,7 @@ func TestSegmentBuilder(t *testing.T) {
 
 	// Add a row, remove a row: the page again, nothing saved.
 	f := builder("Ada fans", startsAda, consentTrue)
-	f.Set("action", "add")
+	f.Set("action", "add-0")
 	if got := w.post("/console/segments/new", f); got.Status != 200 || !strings.Contains(got.Body, `id="attr_2"`) || strings.Contains(got.Body, `id="attr_3"`) {
 		t.Errorf("add a criterion: %d\n%s", got.Status, got.Body)
 	}
@@ -224,7 +225,7 @@ func TestSegmentBuilder(t *testing.T) {
 		t.Errorf("a name taken: %d\n%s", got.Status, got.Body)
 	}
 	page := w.get(sp + "?done=saved")
-	if !strings.Contains(page.Body, "Segment saved.") || !strings.Contains(page.Body, `<option value="1:first_name:3" selected>`) ||
+	if !strings.Contains(page.Body, "Segment saved.") || !strings.Contains(page.Body, `<option value="1:first_name:3" selected>First name</option>`) ||
 		!strings.Contains(page.Body, `value="Ada"`) || !strings.Contains(page.Body, `href="/console/campaigns/new?segment=`+m[1]+`">New campaign to this segment`) {
 		t.Errorf("the saved segment's builder:\n%s", page.Body)
 	}

@@ -2,9 +2,8 @@
 // data-live="URL" is posted to URL (the same fields, as the form would
 // send them) a moment after any field changes, and the answer replaces the
 // element data-live-target names: the segment builder's count, the
-// campaign body's character and segment counter. An answer that names a
-// criterion (data-error-row) also shows its error next to that
-// criterion. The forms work without it: their buttons post the same.
+// campaign body's character and segment counter. An answer that names
+// conditions (data-error-row) shows each error next to its condition. The forms work without it: their buttons post the same.
 (function () {
   document.querySelectorAll("form[data-live]").forEach(function (form) {
     var target = document.getElementById(form.dataset.liveTarget);
@@ -31,14 +30,13 @@
             el.hidden = true;
             el.textContent = "";
           });
-          var err = target.querySelector("[data-error-row]");
-          if (err) {
+          target.querySelectorAll("[data-error-row]").forEach(function (err) {
             var row = form.querySelector('[data-row-error="' + err.dataset.errorRow + '"]');
             if (row) {
               row.textContent = err.textContent;
               row.hidden = false;
             }
-          }
+          });
         })
         .catch(function () {});
     }

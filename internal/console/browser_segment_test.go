@@ -2,8 +2,6 @@ package console_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -19,20 +17,6 @@ func (b *browser) ChooseText(label, text string) {
 	b.do(chromedp.WaitVisible(sel), chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
 		`(() => { const s = %s; s.value = [...s.options].find(o => o.text === %s).value; s.dispatchEvent(new Event('change', {bubbles: true})); })()`,
 		sel, js(text))))
-}
-
-// shot saves a screenshot of the page in $PARLEY_SHOTS, when it is set,
-// for a person to look at.
-func (b *browser) shot(name string) {
-	dir := os.Getenv("PARLEY_SHOTS")
-	if dir == "" {
-		return
-	}
-	ctx, cancel := b.step()
-	defer cancel()
-	if img, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
-		os.WriteFile(filepath.Join(dir, name+".png"), img, 0o644)
-	}
 }
 
 // TestBrowserSegmentBuilder: a marketer builds a segment in Chromium in
@@ -77,7 +61,7 @@ func TestBrowserSegmentBuilder(t *testing.T) {
 			b.ChooseText("Condition 4: value", "California (CA)")
 			b.WaitText("3 matching contacts now")
 			b.checkPage()
-			b.shot("builder-" + name)
+			b.shot("segment-builder", phone)
 			b.Submit("Save segment")
 			if h := b.H1(); h != "Segment East or gold" {
 				t.Fatalf("after save: %q\n%s", h, b.Text())
@@ -93,7 +77,7 @@ func TestBrowserSegmentBuilder(t *testing.T) {
 			b.WaitText("(State is one of New Jersey or New York and Opted in is yes) or (Loyalty Tier is Gold and State is California)")
 			b.WaitText("counted ")
 			b.checkPage()
-			b.shot("list-" + name)
+			b.shot("segments", phone)
 		})
 	}
 }

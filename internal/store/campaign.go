@@ -18,13 +18,26 @@ var ErrCampaignNotScheduled = errors.New("store: campaign is not scheduled")
 
 const campaignColumns = `id, brand_id, name, segment_id, body, media_item_uuids, type, status, send_at,
 	started_at, completed_at, date_created, recipients, skipped_unsubscribed, skipped_frequency_cap + capped,
-	queued, sent, delivered, undelivered, failed, canceled, cancel_reason`
+	queued, sent, delivered, undelivered, failed, canceled, cancel_reason, replies, opt_outs,
+	` + campaignHeld
 
 // campaignsFrom joins each campaign to its messages' counts (migration
 // 00021: triggers keep them as messages are written and change; 00026:
 // capped, the messages the frequency cap refused at the hand-over, part
 // of skipped_frequency_cap and not of failed).
 const campaignsFrom = `campaigns c JOIN campaign_counts k ON k.campaign_id = c.id`
+
+// campaignHeld counts the campaign's queued messages held for a sending
+// window (scheduled_at set) and the earliest of their scheduled_at (D22),
+// read from messages_campaign_queue (migration 00014), whose key puts the
+// held ones after the due ones (COALESCE(scheduled_at, 0) > 0): the count
+// steps over the held entries of the index only, the minimum is its first,
+// and a campaign with nothing queued reads nothing. Counted when read, so
+// never behind (D16).
+const campaignHeld = `CASE WHEN k.queued = 0 THEN 0 ELSE (SELECT count(*) FROM messages h
+		WHERE h.campaign_id = c.id AND h.status = 'queued' AND COALESCE(h.scheduled_at, 0) > 0) END,
+	CASE WHEN k.queued = 0 THEN NULL ELSE (SELECT min(COALESCE(h.scheduled_at, 0)) FROM messages h
+		WHERE h.campaign_id = c.id AND h.status = 'queued' AND COALESCE(h.scheduled_at, 0) > 0) END`
 
 // InsertCampaign stores c and sets its ID and DateCreated; an empty
 // Status is scheduled.
@@ -87,10 +100,12 @@ func scanCampaign(scan func(...any) error) (*parley.Campaign, error) {
 	var sendAt, created int64
 	var started, completed sql.NullInt64
 	var reason sql.NullString
+	var heldUntil sql.NullInt64
 	if err := scan(&c.ID, &c.BrandID, &c.Name, &c.SegmentID, &c.Body, &media, &c.Type, &c.Status, &sendAt,
 		&started, &completed, &created, &c.Stats.Recipients, &c.Stats.SkippedUnsubscribed,
 		&c.Stats.SkippedFrequencyCap, &c.Stats.Queued, &c.Stats.Sent, &c.Stats.Delivered, &c.Stats.Undelivered,
-		&c.Stats.Failed, &c.Stats.Canceled, &reason); err != nil {
+		&c.Stats.Failed, &c.Stats.Canceled, &reason, &c.Stats.Replies, &c.Stats.OptOuts,
+		&c.Stats.Held, &heldUntil); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
@@ -104,6 +119,7 @@ func scanCampaign(scan func(...any) error) (*parley.Campaign, error) {
 	if reason.Valid {
 		c.CancelReason = &reason.String
 	}
+	c.Stats.HeldUntil = nullTime(heldUntil)
 	return &c, nil
 }
 

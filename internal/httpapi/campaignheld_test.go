@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/delivery"
+	"github.com/parleyhq/parley/internal/service"
 )
 
 // D22 on campaigns: held and held_until say how many of a campaign's
@@ -195,5 +196,64 @@ func TestCampaignReplies(t *testing.T) {
 	heldInbound(t, e, &n, phones[0], "Still on?")
 	if s := heldGet(t, e, second.ID); s.Replies != 1 {
 		t.Errorf("a text 73 h after the campaign counted: replies %d, want 1 (72 h)", s.Replies)
+	}
+}
+
+// TestCampaignHoldWhy: the service says which rule holds a campaign's
+// first messages, at the injected clock (D22): the brand's window and the
+// US rule at 04:21, the US rule alone once the brand's window is always
+// open, Florida's own rule at 20:30 for a Florida number; and that the
+// hold is due once its time has come.
+func TestCampaignHoldWhy(t *testing.T) {
+	t.Parallel()
+	ny := winZone(t, "America/New_York")
+	// hold sends a campaign to one contact at at and explains its hold.
+	hold := func(at time.Time, phone string, alwaysOpen bool) (*apitest.Env, *parley.Campaign, *service.CampaignHold) {
+		t.Helper()
+		e := apitest.New(t)
+		e.SetNow(at)
+		if alwaysOpen {
+			winSettings(t, e, parley.BrandSettingsUpdate{SendingWindow: parley.Some(parley.SendingWindow{Start: "00:00", End: "00:00"})})
+		}
+		e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some(phone),
+			UserFields: parley.UserFields{MessagingConsent: parley.Some(true)}})
+		seg, err := e.A.CreateSegment(e.Ctx, parley.SegmentCreate{Name: parley.Some("Everyone")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := e.A.CreateCampaign(e.Ctx, parley.CampaignCreate{Name: parley.Some("Sale"), SegmentID: parley.Some(seg.ID),
+			Body: parley.Some("20% off today")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.App.Service.ResolveDueCampaigns(e.Ctx); err != nil {
+			t.Fatal(err)
+		}
+		heldDrain(t, e, c.ID)
+		if c, err = e.App.Service.FindCampaign(e.Ctx, e.BrandA.ID, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		h, err := e.App.Service.HoldOf(e.Ctx, e.BrandA.ID, c)
+		if err != nil || h == nil {
+			t.Fatalf("HoldOf %+v: %v %v", c.Stats, h, err)
+		}
+		return e, c, h
+	}
+	_, _, h := hold(time.Date(2026, 1, 13, 4, 21, 0, 0, ny), "+12125550100", false)
+	if !h.Closed.Brand || !h.Closed.US || h.Closed.State != "" || h.Due || !h.USRules || h.Held != 1 ||
+		!h.Until.Equal(time.Date(2026, 1, 13, 8, 0, 0, 0, ny)) {
+		t.Errorf("04:21: %+v; want brand window and US rule, until 08:00", h)
+	}
+	if _, _, h := hold(time.Date(2026, 1, 13, 4, 30, 0, 0, ny), "+12125550101", true); h.Closed.Brand || !h.Closed.US {
+		t.Errorf("04:30, window always open: %+v; want the US rule alone", h)
+	}
+	e, c, h := hold(time.Date(2026, 1, 13, 20, 30, 0, 0, ny), "+13055550102", false) // Miami
+	if h.Closed.Brand || h.Closed.US || h.Closed.State != "FL" || h.Closed.StateName != "Florida" ||
+		!h.Until.Equal(time.Date(2026, 1, 14, 8, 0, 0, 0, ny)) {
+		t.Errorf("20:30 in Florida: %+v; want Florida's rule, until 08:00 the next day", h)
+	}
+	e.SetNow(time.Date(2026, 1, 14, 8, 0, 0, 0, ny))
+	if h, err := e.App.Service.HoldOf(e.Ctx, e.BrandA.ID, c); err != nil || h == nil || !h.Due {
+		t.Errorf("at 08:00 the next day: %+v %v; want due", h, err)
 	}
 }

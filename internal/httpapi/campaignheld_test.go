@@ -256,4 +256,8 @@ func TestCampaignHoldWhy(t *testing.T) {
 	if h, err := e.App.Service.HoldOf(e.Ctx, e.BrandA.ID, c); err != nil || h == nil || !h.Due {
 		t.Errorf("at 08:00 the next day: %+v %v; want due", h, err)
 	}
+	// A cancel fails the held message: nothing is held any more.
+	if c, err := e.A.CancelCampaign(e.Ctx, c.ID); err != nil || c.Stats.Held != 0 || c.Stats.HeldUntil != nil || c.Stats.Canceled != 1 {
+		t.Errorf("after cancel: %+v %v; want none held, 1 canceled", c, err)
+	}
 }

@@ -27,17 +27,12 @@ const campaignColumns = `id, brand_id, name, segment_id, body, media_item_uuids,
 // of skipped_frequency_cap and not of failed).
 const campaignsFrom = `campaigns c JOIN campaign_counts k ON k.campaign_id = c.id`
 
-// campaignHeld counts the campaign's queued messages held for a sending
-// window (scheduled_at set) and the earliest of their scheduled_at (D22),
-// read from messages_campaign_queue (migration 00014), whose key puts the
-// held ones after the due ones (COALESCE(scheduled_at, 0) > 0): the count
-// steps over the held entries of the index only, the minimum is its first,
-// and a campaign with nothing queued reads nothing. Counted when read, so
-// never behind (D16).
-const campaignHeld = `CASE WHEN k.queued = 0 THEN 0 ELSE (SELECT count(*) FROM messages h
-		WHERE h.campaign_id = c.id AND h.status = 'queued' AND COALESCE(h.scheduled_at, 0) > 0) END,
-	CASE WHEN k.queued = 0 THEN NULL ELSE (SELECT min(COALESCE(h.scheduled_at, 0)) FROM messages h
-		WHERE h.campaign_id = c.id AND h.status = 'queued' AND COALESCE(h.scheduled_at, 0) > 0) END`
+// campaignHeld is the campaign's count of queued messages held for a
+// sending window (scheduled_at set; migration 00031's trigger keeps it in
+// campaign_counts) and the earliest of their scheduled_at (D22): the first
+// entry of messages_campaign_held, read only while some are held.
+const campaignHeld = `k.held, CASE WHEN k.held = 0 THEN NULL ELSE (SELECT min(h.scheduled_at) FROM messages h
+		WHERE h.campaign_id = c.id AND h.status = 'queued' AND h.scheduled_at IS NOT NULL) END`
 
 // InsertCampaign stores c and sets its ID and DateCreated; an empty
 // Status is scheduled.

@@ -63,13 +63,13 @@ func (tx *Tx) AttributeInbound(ctx context.Context, brandID, userID int64, at ti
 
 // FirstHeldRecipient returns the recipient of the brand's campaign's
 // message held for its sending window that goes first (the earliest
-// scheduled_at, D22): one seek of messages_campaign_queue past its due
-// entries. ok is false when none is held.
+// scheduled_at, D22): one seek of messages_campaign_held (00031). ok is
+// false when none is held.
 func (db *DB) FirstHeldRecipient(ctx context.Context, brandID, campaignID int64) (r CampaignRecipient, ok bool, err error) {
 	err = db.queryRow(ctx, `SELECT m.id, m.user_id, u.phone_number, COALESCE(u.time_zone, ''), COALESCE(u.state_code, '')
 	FROM messages m JOIN users u ON u.id = m.user_id
-	WHERE m.campaign_id = ? AND m.status = 'queued' AND COALESCE(m.scheduled_at, 0) > 0 AND m.brand_id = ?
-	ORDER BY COALESCE(m.scheduled_at, 0), m.id LIMIT 1`, campaignID, brandID).Scan(
+	WHERE m.campaign_id = ? AND m.status = 'queued' AND m.scheduled_at IS NOT NULL AND m.brand_id = ?
+	ORDER BY m.scheduled_at LIMIT 1`, campaignID, brandID).Scan(
 		&r.MessageID, &r.UserID, &r.To, &r.ZipZone, &r.StateCode)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, false, nil

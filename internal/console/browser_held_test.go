@@ -83,5 +83,9 @@ func TestBrowserCampaignHeld(t *testing.T) {
 		b.WaitText("3 held for quiet hours until 08:00 EST")
 		b.checkPage()
 		b.shot(fmt.Sprintf("campaigns-held-%v", phone))
+		b.Go("/console/")
+		b.WaitText("Last campaigns")
+		b.checkPage()
+		b.shot(fmt.Sprintf("dashboard-%v", phone))
 	}
 }

@@ -55,6 +55,17 @@ type CampaignStats struct {
 	Undelivered         int64 `json:"undelivered"`
 	Failed              int64 `json:"failed"`
 	Canceled            int64 `json:"canceled"`
+	// Held of the queued messages wait for a sending window to open
+	// (scheduled_at set, D17); HeldUntil is the earliest of their
+	// scheduled_at, nil when none is held (D22).
+	Held      int64 `json:"held"`
+	HeldUntil *Time `json:"held_until"`
+	// Replies counts the contacts who texted back within 72 h after the
+	// campaign's message was sent to them, this campaign being the latest
+	// sent to them then; OptOuts those of them whose text was an opt-out
+	// keyword (D22). Each contact counts once in each.
+	Replies int64 `json:"replies"`
+	OptOuts int64 `json:"opt_outs"`
 }
 
 // MaxCampaignName bounds a campaign's name in characters, as a segment's.

@@ -153,6 +153,7 @@ func consoleBanner(ctx context.Context, a *app.App, baseURL string, stdout io.Wr
 		return nil
 	}
 	fmt.Fprintf(stdout, "Console: %s/console/\n", baseURL)
+	simulatorHint(a, stdout)
 	brands, err := a.Service.ListBrands(ctx)
 	if err != nil {
 		return err
@@ -169,4 +170,21 @@ func consoleBanner(ctx context.Context, a *app.App, baseURL string, stdout io.Wr
 		}
 	}
 	return nil
+}
+
+// simulatorHint tells, on the simulator, how to watch a campaign send at
+// any hour (issue #32): marketing texts wait for the sending window in each
+// recipient's time, and the US rules apply on top of the brand's window.
+func simulatorHint(a *app.App, stdout io.Writer) {
+	if a.Config.Provider != "sim" {
+		return
+	}
+	if a.Config.NoUSSendingRules {
+		fmt.Fprintln(stdout, "  US sending rules are off (--us-sending-rules=false): only each brand's sending window holds marketing texts;\n"+
+			"  make its start and end the same in the console's Settings to send them at any hour.")
+		return
+	}
+	fmt.Fprintln(stdout, "  Marketing texts wait for quiet hours to end (08:00-21:00 in each recipient's time, plus the brand's sending window).\n"+
+		"  To watch a campaign send on the simulator at any hour: make the sending window's start and end the same\n"+
+		"  in the console's Settings, and restart with --us-sending-rules=false (or PARLEY_US_SENDING_RULES=false).")
 }

@@ -69,7 +69,8 @@ func TestServeBannerAndSignIn(t *testing.T) {
 	// The console's lines follow the serving line: wait for them.
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(stdout.String(), "Console: "+base+"/console/") ||
-		!strings.Contains(stdout.String(), "operator add --brand 1 --email you@example.com --role admin") {
+		!strings.Contains(stdout.String(), "operator add --brand 1 --email you@example.com --role admin") ||
+		!strings.Contains(stdout.String(), "To watch a campaign send on the simulator at any hour") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the banner does not say how to sign in:\n%s", stdout.String())
 		}

@@ -100,7 +100,7 @@ func TestBrowserCampaignCompletes(t *testing.T) {
 	}
 	b.WaitText(fmt.Sprintf("%d of %d messages", members, members))
 	ctx, cancel := b.step()
-	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('td.delivered').innerText`))
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('.delivered').innerText`))
 	cancel()
 	if err != nil || got != fmt.Sprint(members) {
 		t.Errorf("delivered cell: %q %v, want %d", got, err, members)

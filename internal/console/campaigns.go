@@ -46,9 +46,19 @@ func init() {
 const campaignListSize = 25
 
 type campaignsData struct {
-	Campaigns []*parley.Campaign
+	Campaigns []campaignRow
 	Next      string
 }
+
+// campaignRow is a campaign of the list with its held messages explained
+// (D22; nil when none is held).
+type campaignRow struct {
+	*parley.Campaign
+	Hold *holdView
+}
+
+// Messaged is how many the campaign sends to (or sent to).
+func (r campaignRow) Messaged() int64 { return messaged(r.Stats) }
 
 func campaignsPage(c *Ctx) error {
 	list, next, err := c.Service.ListCampaigns(c, c.BrandID(), parley.CampaignFilter{Limit: campaignListSize,
@@ -56,7 +66,21 @@ func campaignsPage(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.Render(campaignsData{Campaigns: list, Next: next})
+	rows := make([]campaignRow, len(list))
+	for i, camp := range list {
+		h, err := c.Service.HoldOf(c, c.BrandID(), camp)
+		if err != nil {
+			return err
+		}
+		rows[i] = campaignRow{Campaign: camp, Hold: newHoldView(h, c.Zone(), c.Now)}
+	}
+	return c.Render(campaignsData{Campaigns: rows, Next: next})
+}
+
+// messaged counts the messages a campaign sends: its recipients less the
+// ones skipped (no consent, frequency cap).
+func messaged(s parley.CampaignStats) int64 {
+	return s.Queued + s.Sent + s.Delivered + s.Undelivered + s.Failed + s.Canceled
 }
 
 // campaignForm is the create form as sent.
@@ -165,6 +189,9 @@ type campaignData struct {
 	Confirm bool
 	Notice  string
 	Zone    *time.Location
+	// Hold explains the messages held for a sending window (D22); nil when
+	// none is.
+	Hold *holdView
 }
 
 // Done counts the messages that reached an end: what the progress bar
@@ -175,10 +202,7 @@ func (d campaignData) Done() int64 {
 }
 
 // ToSend is how many messages the campaign sends.
-func (d campaignData) ToSend() int64 {
-	s := d.Campaign.Stats
-	return s.Queued + s.Sent + s.Delivered + s.Undelivered + s.Failed + s.Canceled
-}
+func (d campaignData) ToSend() int64 { return messaged(d.Campaign.Stats) }
 
 // Pending reports whether the campaign may still change.
 func (d campaignData) Pending() bool {
@@ -214,6 +238,11 @@ func (c *Ctx) campaignData() (campaignData, error) {
 	}
 	d := campaignData{Campaign: camp, Zone: loc}
 	d.Segment, _ = c.Service.FindSegment(c, c.BrandID(), camp.SegmentID)
+	h, err := c.Service.HoldOf(c, c.BrandID(), camp)
+	if err != nil {
+		return campaignData{}, err
+	}
+	d.Hold = newHoldView(h, loc, c.Now)
 	return d, nil
 }
 

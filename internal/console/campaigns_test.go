@@ -116,7 +116,7 @@ func TestCampaignForm(t *testing.T) {
 		!strings.Contains(page.Body, "data-pending") || !strings.Contains(page.Body, "<progress") {
 		t.Errorf("the campaign page:\n%s", page.Body)
 	}
-	if list := w.get("/console/campaigns"); !strings.Contains(list.Body, `href="/console/campaigns/`+m[1]+`">Summer sale</a></td><td>scheduled</td>`) {
+	if list := w.get("/console/campaigns"); !strings.Contains(list.Body, `href="/console/campaigns/`+m[1]+`">Summer sale</a></td>`+"\n"+`<td class="wrap" data-label="Status"><div>scheduled</div></td>`) {
 		t.Errorf("the list:\n%s", list.Body)
 	}
 	// Now: send_at is the server's clock.

@@ -126,7 +126,9 @@ func New(cfg Config) *Console {
 	if c.Dashboard == nil {
 		c.Dashboard = service.NewDashboard(c.Service)
 	}
-	c.base = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	// settings_rules.html: a part of settings.html in a file of its own (issue #32).
+	c.base = template.Must(template.New("layout.html").Funcs(funcs).Funcs(c.serverFuncs()).ParseFS(templateFS,
+		"templates/layout.html", "templates/settings_rules.html"))
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix(Prefix+"static/", http.FileServerFS(static))

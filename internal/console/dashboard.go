@@ -3,7 +3,6 @@ package console
 import (
 	"fmt"
 	"html/template"
-	"slices"
 	"strings"
 	"time"
 
@@ -12,9 +11,13 @@ import (
 )
 
 // The dashboard, the console's home for admins (agents, whose pages are
-// contacts, the inbox and replies (D19), are sent to the inbox): contacts, opted in and out, the last
-// 24 hours' messages by status, and a 7-day chart of messages sent and
-// delivered per hour, drawn as SVG on the server (no script).
+// contacts, the inbox and replies (D19), are sent to the inbox): contacts,
+// opted in and out, the texts sent in the last 24 hours by where they are
+// now (canceled apart from failed) and the texts received, a 7-day chart
+// of texts sent and delivered per hour in the brand's zone, drawn as SVG
+// on the server (no script), and the last campaigns with their results.
+// A brand without contacts or campaigns is shown the first steps
+// (issue #32).
 func init() {
 	Register(Page{
 		Path: "", Title: "Dashboard", Nav: "Dashboard", Order: 0,
@@ -25,20 +28,35 @@ func init() {
 			if err != nil {
 				return err
 			}
-			return c.Render(newDashboardView(st, c.Zone()))
+			// One row each (campaign_counts): cheap at any size.
+			camps, _, err := c.Service.ListCampaigns(c, c.BrandID(), parley.CampaignFilter{Limit: dashboardCampaigns})
+			if err != nil {
+				return err
+			}
+			v := newDashboardView(st, c.Zone())
+			for _, camp := range camps {
+				v.Campaigns = append(v.Campaigns, campaignRow{Campaign: camp})
+			}
+			return c.Render(v)
 		},
 	})
 }
 
+// dashboardCampaigns is how many of the last campaigns the dashboard shows.
+const dashboardCampaigns = 5
+
 type dashboardView struct {
 	*service.DashboardStats
-	Statuses []statusCount
-	Chart    chart
+	Statuses  []statusCount
+	Received  int64
+	Chart     chart
+	Campaigns []campaignRow
 }
 
+// statusCount is a column of the 24-hour table: a plain label.
 type statusCount struct {
-	Status string
-	Count  int64
+	Label string
+	Count int64
 }
 
 // chart is the SVG's geometry: a polyline per series over a 700 × 200 box.
@@ -48,6 +66,8 @@ type chart struct {
 	SentSum, DeliveredSum int64
 	Days                  []chartTick
 	From, To              string
+	// Zone names the brand's zone, in which the hours are drawn.
+	Zone string
 }
 
 type chartTick struct {
@@ -57,17 +77,20 @@ type chartTick struct {
 
 const chartW, chartH = 700, 200
 
-// newDashboardView lays out st; the chart's days and span are in loc, the
-// brand's zone (issue #32).
-func newDashboardView(st *service.DashboardStats, loc *time.Location) dashboardView {
-	v := dashboardView{DashboardStats: st}
-	for _, s := range []string{parley.StatusQueued, parley.StatusSent, parley.StatusDelivered, parley.StatusUndelivered, parley.StatusFailed} {
-		v.Statuses = append(v.Statuses, statusCount{s, st.Last24h[s]})
-	}
-	for s, n := range st.Last24h { // a status this list does not know yet
-		if !slices.ContainsFunc(v.Statuses, func(c statusCount) bool { return c.Status == s }) {
-			v.Statuses = append(v.Statuses, statusCount{s, n})
-		}
+// dashboardStatuses are the 24-hour table's columns, in a marketer's words.
+var dashboardStatuses = []struct{ key, label string }{
+	{parley.StatusQueued, "Waiting to go"},
+	{parley.StatusSent, "Sent, no report yet"},
+	{parley.StatusDelivered, "Delivered"},
+	{parley.StatusUndelivered, "Not delivered"},
+	{parley.StatusFailed, "Failed"},
+	{parley.ErrorCodeCanceled, "Canceled"},
+}
+
+func newDashboardView(st *service.DashboardStats, zone *time.Location) dashboardView {
+	v := dashboardView{DashboardStats: st, Received: st.Last24h["received"]}
+	for _, s := range dashboardStatuses {
+		v.Statuses = append(v.Statuses, statusCount{s.label, st.Last24h[s.key]})
 	}
 	c := &v.Chart
 	c.Max = 1
@@ -79,14 +102,21 @@ func newDashboardView(st *service.DashboardStats, loc *time.Location) dashboardV
 	c.Sent, c.Delivered = points(st.Sent, c.Max), points(st.Delivered, c.Max)
 	n := len(st.Sent)
 	for i := range n {
-		if h := st.Since.Add(time.Duration(i) * time.Hour).In(loc); h.Hour() == 0 {
+		// A tick at each midnight of the brand's zone (a zone an odd half
+		// hour from UTC has none on the hour: its days start mid-bucket).
+		if h := st.Since.Add(time.Duration(i) * time.Hour).In(zone); h.Hour() == 0 {
 			c.Days = append(c.Days, chartTick{X: i * chartW / max(n-1, 1), Label: h.Format("Mon 2")})
 		}
 	}
-	c.From = when(loc, st.Since)
-	c.To = when(loc, st.Since.Add(time.Duration(n)*time.Hour))
+	c.From = when(zone, st.Since)
+	c.To = when(zone, st.Since.Add(time.Duration(n)*time.Hour))
+	c.Zone = zone.String()
 	return v
 }
+
+// FirstRun reports whether the brand has nothing yet: the page then
+// guides its first steps.
+func (v dashboardView) FirstRun() bool { return v.Contacts == 0 || len(v.Campaigns) == 0 }
 
 // points is an SVG points attribute for counts scaled to the box.
 func points(counts []int64, top int64) template.HTMLAttr {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -240,15 +241,25 @@ func TestInbox(t *testing.T) {
 }
 
 // TestDashboard: the dashboard's counts of contacts and messages, and
-// the chart's totals, of the operator's brand only (D19).
+// the chart's totals, of the operator's brand only (D19). The 24-hour
+// table counts what the chart counts, texts sent, with inbound texts
+// apart and canceled apart from failed; the chart's days are the brand's;
+// the last campaigns show with their results (issue #32).
 func TestDashboard(t *testing.T) {
 	t.Parallel()
 	e := startedEnv(t)
+	w := e.signedIn(t, "admin@a.example")
+	// A first run: nothing yet, so the page shows the first steps.
+	p := w.get("/console/")
+	for _, want := range []string{"Import contacts →", "Create a campaign →"} {
+		if !strings.Contains(p.Body, want) {
+			t.Errorf("empty brand's dashboard lacks %q", want)
+		}
+	}
 	in := e.contact(t, false, "+14155550121", "In", "", "", ptr(true))
 	e.contact(t, false, "+14155550122", "Out", "", "", ptr(false))
 	e.contact(t, false, "+14155550123", "None", "", "", nil)
 	e.contact(t, true, "+14155550124", "B", "", "", ptr(true))
-	w := e.signedIn(t, "admin@a.example")
 	w.post(fmt.Sprintf("/console/contacts/%d", in.ID), url.Values{"body": {"Hello"}})
 	e.waitStatus(t, in.ID, parley.StatusSent)
 	e.Advance(2 * time.Second)
@@ -256,22 +267,43 @@ func TestDashboard(t *testing.T) {
 	if _, err := e.A.SimulateInbound(e.Ctx, parley.SimulatedInbound{From: parley.Some("+14155550122"), Body: parley.Some("hi")}); err != nil {
 		t.Fatal(err)
 	}
-	p := w.get("/console/")
-	for _, want := range []string{"<b>3</b> contacts", "<b>1</b> opted in", "<b>1</b> opted out",
-		`<th scope="col">delivered</th>`, "1 sent, 1 delivered"} {
+	// A campaign canceled before it sends: its messages are canceled, not failed.
+	seg := e.mustSegment(t, false, "Everyone", nil)
+	camp, err := e.App.Service.CreateCampaign(e.Ctx, parley.Origin{}, e.BrandA.ID, parley.CampaignCreate{Name: parley.Some("Spring"),
+		SegmentID: parley.Some(seg.ID), Body: parley.Some("Sale"), SendAt: parley.Some(e.Now().Add(time.Hour).Format(time.RFC3339))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error { // resolved and canceled at once: no sender sees it
+		if _, err := tx.ResolveCampaign(e.Ctx, camp, store.Audience{SegmentID: seg.ID}); err != nil {
+			return err
+		}
+		_, _, err := tx.CancelCampaign(e.Ctx, e.BrandA.ID, camp.ID, "", nil)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Advance(6 * time.Minute) // past the figures' 5 min: this view reads them again
+	p = w.get("/console/")
+	for _, want := range []string{"<b>3</b> contacts", "<b>1</b> opted in", "<b>1</b> opted out", "<b>1</b> texts received",
+		`<th scope="col">Canceled</th>`, "1 sent, 1 delivered", "days and hours in America/New_York", "Spring"} {
 		if !strings.Contains(p.Body, want) {
 			t.Errorf("dashboard lacks %q:\n%s", want, p.Body)
 		}
 	}
-	// 24 h: the delivered reply and the inbound text (stored delivered).
-	if !strings.Contains(p.Body, "<td>0</td><td>0</td><td>2</td>") {
-		t.Errorf("24 h by status: want queued 0, sent 0, delivered 2:\n%s", p.Body)
+	if strings.Contains(p.Body, "Import contacts →") || strings.Contains(p.Body, "Create a campaign →") {
+		t.Errorf("the first steps still show with contacts and a campaign")
+	}
+	// 24 h: the delivered reply; the inbound text apart; the canceled one apart from failed.
+	if !strings.Contains(p.Body, "<td>0</td><td>0</td><td>1</td><td>0</td><td>0</td><td>1</td>") {
+		t.Errorf("24 h: want waiting 0, sent 0, delivered 1, not delivered 0, failed 0, canceled 1:\n%s", p.Body)
 	}
 	// A day later the 24 h counts are empty, the chart still has them.
 	e.Advance(25 * time.Hour)
 	w.signIn("admin@a.example") // the session has ended
 	p = w.get("/console/")
-	if !strings.Contains(p.Body, "<td>0</td><td>0</td><td>0</td>") || !strings.Contains(p.Body, "1 sent, 1 delivered") {
+	if !strings.Contains(p.Body, "<td>0</td><td>0</td><td>0</td><td>0</td><td>0</td><td>0</td>") || !strings.Contains(p.Body, "1 sent, 1 delivered") {
 		t.Errorf("a day later:\n%s", p.Body)
 	}
 }

@@ -26,7 +26,7 @@ var (
 	campMembers = []string{"id", "name", "segment_id", "body", "media_item_uuids", "type", "status",
 		"send_at", "started_at", "completed_at", "date_created", "stats", "cancel_reason"}
 	campStatsMembers = []string{"recipients", "skipped_unsubscribed", "skipped_frequency_cap", "queued",
-		"sent", "delivered", "undelivered", "failed", "canceled"}
+		"sent", "delivered", "undelivered", "failed", "canceled", "held", "held_until", "replies", "opt_outs"}
 )
 
 // campEnv is a server whose brand A has a segment of every contact and
@@ -183,6 +183,9 @@ func TestCampaignCreate(t *testing.T) {
 	stats, _ := raw["stats"].(map[string]any)
 	msgWantMembers(t, stats, campStatsMembers)
 	for k, v := range stats {
+		if k == "held_until" && v == nil {
+			continue // nothing held (D22)
+		}
 		if v != float64(0) {
 			t.Errorf("stats.%s = %v, want 0 on creation", k, v)
 		}

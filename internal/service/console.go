@@ -129,7 +129,8 @@ func (s *Service) Inbox(ctx context.Context, brandID int64) ([]InboxEntry, error
 // DashboardStats are the figures of the console's dashboard.
 type DashboardStats struct {
 	Contacts, OptedIn, OptedOut int64
-	// Last24h counts the messages created in the last 24 hours by status.
+	// Last24h counts the messages created in the last 24 hours: outbound
+	// by status, "canceled" apart from "failed", inbound as "received".
 	Last24h map[string]int64
 	// Since is the start of the first hour of Sent and Delivered: 7 days
 	// of hourly counts of outbound messages sent and delivered.

@@ -526,6 +526,10 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 			if err := s.emit(ctx, tx, brand.ID, parley.EventMessageReceived, m); err != nil {
 				return err
 			}
+			// D22: a reply (or opt-out) to the latest campaign sent to them in 72 h.
+			if _, err := tx.AttributeInbound(ctx, brand.ID, u.ID, in.At, keyword(in.Body, stopWords)); err != nil {
+				return err
+			}
 		}
 		switch {
 		case keyword(in.Body, stopWords):

@@ -18,13 +18,21 @@ var ErrCampaignNotScheduled = errors.New("store: campaign is not scheduled")
 
 const campaignColumns = `id, brand_id, name, segment_id, body, media_item_uuids, type, status, send_at,
 	started_at, completed_at, date_created, recipients, skipped_unsubscribed, skipped_frequency_cap + capped,
-	queued, sent, delivered, undelivered, failed, canceled, cancel_reason`
+	queued, sent, delivered, undelivered, failed, canceled, cancel_reason, replies, opt_outs,
+	` + campaignHeld
 
 // campaignsFrom joins each campaign to its messages' counts (migration
 // 00021: triggers keep them as messages are written and change; 00026:
 // capped, the messages the frequency cap refused at the hand-over, part
 // of skipped_frequency_cap and not of failed).
 const campaignsFrom = `campaigns c JOIN campaign_counts k ON k.campaign_id = c.id`
+
+// campaignHeld is the campaign's count of queued messages held for a
+// sending window (scheduled_at set; migration 00031's trigger keeps it in
+// campaign_counts) and the earliest of their scheduled_at (D22): the first
+// entry of messages_campaign_held, read only while some are held.
+const campaignHeld = `k.held, CASE WHEN k.held = 0 THEN NULL ELSE (SELECT min(h.scheduled_at) FROM messages h
+		WHERE h.campaign_id = c.id AND h.status = 'queued' AND h.scheduled_at IS NOT NULL) END`
 
 // InsertCampaign stores c and sets its ID and DateCreated; an empty
 // Status is scheduled.
@@ -87,10 +95,12 @@ func scanCampaign(scan func(...any) error) (*parley.Campaign, error) {
 	var sendAt, created int64
 	var started, completed sql.NullInt64
 	var reason sql.NullString
+	var heldUntil sql.NullInt64
 	if err := scan(&c.ID, &c.BrandID, &c.Name, &c.SegmentID, &c.Body, &media, &c.Type, &c.Status, &sendAt,
 		&started, &completed, &created, &c.Stats.Recipients, &c.Stats.SkippedUnsubscribed,
 		&c.Stats.SkippedFrequencyCap, &c.Stats.Queued, &c.Stats.Sent, &c.Stats.Delivered, &c.Stats.Undelivered,
-		&c.Stats.Failed, &c.Stats.Canceled, &reason); err != nil {
+		&c.Stats.Failed, &c.Stats.Canceled, &reason, &c.Stats.Replies, &c.Stats.OptOuts,
+		&c.Stats.Held, &heldUntil); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
@@ -104,6 +114,7 @@ func scanCampaign(scan func(...any) error) (*parley.Campaign, error) {
 	if reason.Valid {
 		c.CancelReason = &reason.String
 	}
+	c.Stats.HeldUntil = nullTime(heldUntil)
 	return &c, nil
 }
 

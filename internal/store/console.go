@@ -190,10 +190,13 @@ func (db *DB) FirstMessageIDSince(ctx context.Context, brandID int64, t time.Tim
 }
 
 // MessageStatusCounts counts the brand's messages with id ≥ fromID created
-// at or after since, by status.
+// at or after since: the outbound ones by status, with the canceled ones
+// (failed, error_code canceled) as "canceled" apart from "failed"
+// (issue #32), and the inbound ones as "received".
 func (db *DB) MessageStatusCounts(ctx context.Context, brandID, fromID int64, since time.Time) (map[string]int64, error) {
-	rows, err := db.query(ctx, `SELECT status, count(*) FROM messages
-		WHERE brand_id = ? AND id >= ? AND date_created >= ? GROUP BY status`, brandID, fromID, micros(since))
+	rows, err := db.query(ctx, `SELECT CASE WHEN direction = 'inbound' THEN 'received'
+		WHEN status = 'failed' AND error_code = 'canceled' THEN 'canceled' ELSE status END, count(*) FROM messages
+		WHERE brand_id = ? AND id >= ? AND date_created >= ? GROUP BY 1`, brandID, fromID, micros(since))
 	if err != nil {
 		return nil, fmt.Errorf("store: message counts: %w", err)
 	}

@@ -111,6 +111,11 @@ type ImportService interface {
 	// EachImportError calls fn with every rejected row, in file order;
 	// ENotFound for a missing import.
 	EachImportError(ctx context.Context, brandID, id int64, fn func(*ImportError) error) error
+	// WriteRejectedRows writes the rejected-rows file (D22) to w: the
+	// uploaded header and an errors column, then each rejected row's
+	// original cells and every error of the row. ENotFound for a missing
+	// import.
+	WriteRejectedRows(ctx context.Context, brandID, id int64, w io.Writer) error
 	// ExportUsers writes the brand's live users to w as CSV in the import
 	// format, formula-safe, and returns how many it wrote. It streams:
 	// memory does not grow with the brand. EValidation for a filter it

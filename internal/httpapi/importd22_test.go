@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/apitest"
 )
 
 // impRejected fetches the rejected-rows file (D22), the default of
@@ -193,4 +193,3 @@ func TestImportMapping(t *testing.T) {
 		t.Errorf("unmapped: %d, want 422", resp.StatusCode)
 	}
 }
-

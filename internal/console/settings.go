@@ -16,11 +16,11 @@ import (
 func init() {
 	Register(Page{
 		Path: "settings", Title: "Settings", Nav: "Settings", Order: 80, Admin: true,
-		Template: "settings.html", Get: settingsPage, Post: settingsSave,
+		Template: "settings*.html", Get: settingsPage, Post: settingsSave,
 	})
 	Register(Page{
 		Path: "settings/operators", Title: "Settings", Admin: true,
-		Template: "settings.html", Post: operatorsAction,
+		Template: "settings*.html", Post: operatorsAction,
 	})
 }
 
@@ -50,6 +50,8 @@ type settingsData struct {
 	// Link is the one-time sign-in link of the operator just added.
 	Link, LinkEmail string
 	Notice          string
+	// Brand is the brand form (settings_brand.go, D22).
+	Brand brandForm
 }
 
 // fieldView is one text field of the page, for the "field" template: its
@@ -112,6 +114,9 @@ func (c *Ctx) renderSettings(status int, d settingsData, errMsg string) error {
 		d.OpForm.Role = string(parley.RoleAgent)
 	}
 	d.Operators, d.Me = ops, c.Operator.ID
+	if d.Brand, err = c.brandFormOf(d.Brand); err != nil {
+		return err
+	}
 	return c.RenderStatus(status, d, errMsg)
 }
 

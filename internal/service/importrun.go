@@ -314,7 +314,7 @@ func (run *importRun) phone(v string) (string, error) {
 	if strings.HasPrefix(v, "+") {
 		return "", errors.New("Invalid phone number [" + v + "] provided.")
 	}
-	return "", fmt.Errorf("Invalid phone number [%s] provided: read as a number of %s (the import's default country), it is not a phone number; write another country's number with + and its country code", v, run.rec.DefaultCountry)
+	return "", fmt.Errorf("Invalid phone number [%s] provided: not a phone number of %s (the import's default country); write a number of another country with + and its country code", v, run.rec.DefaultCountry)
 }
 
 // diagnose finds every error of a rejected row, one column at a time:

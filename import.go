@@ -54,7 +54,7 @@ type Import struct {
 	// (D22), an ISO 3166-1 alpha-2 code.
 	DefaultCountry string `json:"default_country"`
 	// Mapping maps columns of the file to Parley's columns ("" for a column
-	// not imported); null reads every column by its name (D22).
+	// not imported); empty reads every column by its name (D22).
 	Mapping map[string]string `json:"mapping"`
 	// TotalRows counts the rows after the header, known when the file is
 	// accepted; ProcessedRows = Created + Updated + Skipped + Failed.

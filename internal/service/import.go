@@ -269,6 +269,9 @@ func (im *Importer) storeImport(ctx context.Context, brandID int64, fileName str
 	if err != nil {
 		return nil, err
 	}
+	if mapping == nil {
+		mapping = map[string]string{} // every column by its name
+	}
 	fields, err := im.s.customFields(ctx, brandID)
 	if err != nil {
 		return nil, err

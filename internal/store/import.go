@@ -48,6 +48,7 @@ func scanImport(scan func(...any) error) (*ImportRecord, error) {
 	if err := json.Unmarshal([]byte(columns), &r.Columns); err != nil {
 		return nil, fmt.Errorf("store: import %d columns: %w", r.ID, err)
 	}
+	r.Mapping = map[string]string{}
 	if mapping.Valid {
 		if err := json.Unmarshal([]byte(mapping.String), &r.Mapping); err != nil {
 			return nil, fmt.Errorf("store: import %d mapping: %w", r.ID, err)
@@ -70,7 +71,7 @@ func (tx *Tx) InsertImport(ctx context.Context, r *ImportRecord) error {
 		return err
 	}
 	var mapping sql.NullString
-	if r.Mapping != nil {
+	if len(r.Mapping) > 0 {
 		m, err := json.Marshal(r.Mapping)
 		if err != nil {
 			return err

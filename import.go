@@ -25,6 +25,11 @@ const (
 var ImportColumns = []string{"phone_number", "first_name", "last_name", "email_address",
 	"date_of_birth", "messaging_consent", "postal_code"}
 
+// ErrorsColumn is the column of a rejected-rows file that lists a row's
+// errors (D22): an import ignores a column of this name, so the file can
+// be fixed and uploaded again as it is.
+const ErrorsColumn = "errors"
+
 // CustomColumnPrefix starts the column of a custom data field.
 const CustomColumnPrefix = "custom_"
 
@@ -45,6 +50,12 @@ type Import struct {
 	// MessagingConsentDefault is the consent of a created user whose
 	// messaging_consent cell is empty; null leaves it null.
 	MessagingConsentDefault *bool `json:"messaging_consent_default"`
+	// DefaultCountry is the country of phone numbers written without "+"
+	// (D22), an ISO 3166-1 alpha-2 code.
+	DefaultCountry string `json:"default_country"`
+	// Mapping maps columns of the file to Parley's columns ("" for a column
+	// not imported); empty reads every column by its name (D22).
+	Mapping map[string]string `json:"mapping"`
 	// TotalRows counts the rows after the header, known when the file is
 	// accepted; ProcessedRows = Created + Updated + Skipped + Failed.
 	TotalRows     int64 `json:"total_rows"`
@@ -65,6 +76,12 @@ type ImportOptions struct {
 	OnDuplicate string
 	// MessagingConsentDefault is true, false, yes, no, 1, 0 or empty (none).
 	MessagingConsentDefault string
+	// DefaultCountry is the country of national phone numbers (D22); empty
+	// takes the brand's default_country setting.
+	DefaultCountry string
+	// Mapping, as JSON, maps the file's columns to Parley's (D22); empty
+	// reads every column by its name.
+	Mapping string
 }
 
 // ImportError is one rejected row of an import.
@@ -73,6 +90,9 @@ type ImportError struct {
 	Field string // the column at fault, "" for the whole row
 	Type  string // the error code POST /users would answer
 	Msg   string
+	// Cells are the row's cells as uploaded (D22); nil for a row that is
+	// not valid CSV.
+	Cells []string
 }
 
 // ImportService imports a brand's users from CSV files and exports them in
@@ -91,6 +111,11 @@ type ImportService interface {
 	// EachImportError calls fn with every rejected row, in file order;
 	// ENotFound for a missing import.
 	EachImportError(ctx context.Context, brandID, id int64, fn func(*ImportError) error) error
+	// WriteRejectedRows writes the rejected-rows file (D22) to w: the
+	// uploaded header and an errors column, then each rejected row's
+	// original cells and every error of the row. ENotFound for a missing
+	// import.
+	WriteRejectedRows(ctx context.Context, brandID, id int64, w io.Writer) error
 	// ExportUsers writes the brand's live users to w as CSV in the import
 	// format, formula-safe, and returns how many it wrote. It streams:
 	// memory does not grow with the brand. EValidation for a filter it

@@ -23,6 +23,7 @@ type BrandSettings struct {
 	// from the texts of contacts whose messaging_consent is false; by
 	// default they are left alone.
 	ExtractWhenOptedOut bool `json:"extract_when_opted_out"`
+	BrandIdentity
 }
 
 // SendingWindow is a daily window of local time, "HH:MM" to "HH:MM".
@@ -42,6 +43,7 @@ type FrequencyCap struct {
 var DefaultBrandSettings = BrandSettings{
 	SendingWindow: SendingWindow{Start: "08:00", End: "21:00"},
 	TimeZone:      "America/New_York",
+	BrandIdentity: BrandIdentity{DefaultCountry: DefaultCountry},
 }
 
 // BrandSettingsUpdate changes the members that are set; FrequencyCap set
@@ -53,4 +55,5 @@ type BrandSettingsUpdate struct {
 	SendRate      Optional[float64]       `json:"send_rate,omitzero"`
 	// ExtractWhenOptedOut is D20's opt-out setting (#19).
 	ExtractWhenOptedOut Optional[bool] `json:"extract_when_opted_out,omitzero"`
+	BrandIdentityUpdate
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"flag"
 	"fmt"
@@ -98,17 +97,6 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 // reportImportErrors prints the first rejected rows and writes them all to
 // path when given.
 func reportImportErrors(ctx context.Context, a *app.App, imp *parley.Import, path string, stderr io.Writer) error {
-	var out *os.File
-	var w *csv.Writer
-	if path != "" {
-		var err error
-		if out, err = os.Create(path); err != nil {
-			return err
-		}
-		defer out.Close()
-		w = csv.NewWriter(out)
-		w.Write(parley.ImportErrorColumns)
-	}
 	shown := 0
 	err := a.Importer.EachImportError(ctx, imp.BrandID, imp.ID, func(e *parley.ImportError) error {
 		if shown < maxErrorsShown {
@@ -119,22 +107,23 @@ func reportImportErrors(ctx context.Context, a *app.App, imp *parley.Import, pat
 			fmt.Fprintf(stderr, "line %d: %s%s (%s)\n", e.Line, field, e.Msg, e.Type)
 			shown++
 		}
-		if w != nil {
-			return w.Write(e.Record())
-		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if w == nil {
+	if path == "" {
 		if imp.Failed > int64(shown) {
 			fmt.Fprintf(stderr, "… and %d more rejected rows (--errors FILE writes them all)\n", imp.Failed-int64(shown))
 		}
 		return nil
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := a.Importer.WriteRejectedRows(ctx, imp.BrandID, imp.ID, out); err != nil {
 		return err
 	}
 	if err := out.Close(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/parleyhq/parley"
 )
 

@@ -60,6 +60,8 @@ type settingsData struct {
 	Confirm *parley.Operator
 	// ZonesUS and ZonesWorld are the zone picker's options.
 	ZonesUS, ZonesWorld []zoneChoice
+	// Brand is the brand form (settings_brand.go, D22).
+	Brand brandForm
 }
 
 // fieldView is one text field of the page, for the "field" template: its
@@ -123,6 +125,9 @@ func (c *Ctx) renderSettings(status int, d settingsData, errMsg string) error {
 	}
 	d.Operators, d.Me = ops, c.Operator.ID
 	d.ZonesUS, d.ZonesWorld = zoneChoices(d.Form.TimeZone)
+	if d.Brand, err = c.brandFormOf(d.Brand); err != nil {
+		return err
+	}
 	return c.RenderStatus(status, d, errMsg)
 }
 

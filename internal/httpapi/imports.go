@@ -75,7 +75,7 @@ func importOptions(body io.Reader, boundary string) (parley.ImportOptions, bool,
 		switch name {
 		case "file":
 			hasFile = true // the first one counts; the others are ignored, as on POST /files
-		case "on_duplicate", "messaging_consent_default":
+		case "on_duplicate", "messaging_consent_default", "default_country", "mapping":
 			if seen[name] {
 				return opt, false, parley.FieldError(parley.EValidation, name, "sent twice")
 			}
@@ -87,17 +87,22 @@ func importOptions(body io.Reader, boundary string) (parley.ImportOptions, bool,
 			if len(v) > maxImportOption {
 				return opt, false, parley.FieldError(parley.EValidation, name, "at most "+strconv.Itoa(maxImportOption)+" bytes")
 			}
-			if name == "on_duplicate" {
+			switch name {
+			case "on_duplicate":
 				opt.OnDuplicate = string(v)
-			} else {
+			case "messaging_consent_default":
 				opt.MessagingConsentDefault = string(v)
+			case "default_country":
+				opt.DefaultCountry = string(v)
+			default:
+				opt.Mapping = string(v)
 			}
 		default:
 			if name == "" {
 				name = "(a part without a name)"
 			}
 			return opt, false, parley.FieldError(parley.EValidation, name,
-				"unknown field; the form fields are file, on_duplicate and messaging_consent_default")
+				"unknown field; the form fields are file, on_duplicate, messaging_consent_default, default_country and mapping")
 		}
 		part.Close()
 	}
@@ -133,27 +138,41 @@ func (s *Server) listImports(w http.ResponseWriter, r *http.Request, req *reques
 	return nil
 }
 
-// importErrors answers the rejected rows of an import as CSV: line, field,
-// type, msg, the free text formula-safe.
+// importErrors answers the rejected rows of an import as CSV: by default
+// the rejected-rows file of D22 (the rows' original cells and an errors
+// column); ?format=list the list of errors, one per line: line, field,
+// type, msg, the free text formula-safe (issue #7).
 func (s *Server) importErrors(w http.ResponseWriter, r *http.Request, req *request) error {
 	id, err := pathID(r, "import_id")
 	if err != nil {
 		return err
+	}
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "rows" && format != "list" {
+		return parley.FieldError(parley.EValidation, "format", "must be rows (the default: the rejected rows to fix and upload again) or list (one line per error)")
 	}
 	if _, err := s.Imports.FindImport(r.Context(), req.brandID, id); err != nil {
 		return err
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/csv; charset=utf-8")
-	h.Set("Content-Disposition", `attachment; filename="import-`+strconv.FormatInt(id, 10)+`-errors.csv"`)
-	cw := csv.NewWriter(w)
-	cw.Write(parley.ImportErrorColumns)
-	err = s.Imports.EachImportError(r.Context(), req.brandID, id, func(e *parley.ImportError) error {
-		return cw.Write(e.Record()) // formula-safe (#15)
-	})
-	cw.Flush()
-	if err == nil {
-		err = cw.Error()
+	name := "import-" + strconv.FormatInt(id, 10) + "-errors.csv"
+	if format == "list" {
+		name = "import-" + strconv.FormatInt(id, 10) + "-error-list.csv"
+	}
+	h.Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	if format == "list" {
+		cw := csv.NewWriter(w)
+		cw.Write(parley.ImportErrorColumns)
+		err = s.Imports.EachImportError(r.Context(), req.brandID, id, func(e *parley.ImportError) error {
+			return cw.Write(e.Record()) // formula-safe (#15)
+		})
+		cw.Flush()
+		if err == nil {
+			err = cw.Error()
+		}
+	} else {
+		err = s.Imports.WriteRejectedRows(r.Context(), req.brandID, id, w)
 	}
 	if err != nil {
 		// The status is sent: all that is left is to cut the answer short.

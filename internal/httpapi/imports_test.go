@@ -29,7 +29,8 @@ import (
 
 // impMembers are the members of an Import, exactly.
 var impMembers = []string{"id", "status", "file_name", "on_duplicate", "messaging_consent_default", "total_rows",
-	"processed_rows", "created", "updated", "skipped", "failed", "error", "date_created", "date_completed"}
+	"processed_rows", "created", "updated", "skipped", "failed", "error", "date_created", "date_completed",
+	"default_country", "mapping"} // D22
 
 // impUpload sends content as the part "file" named name, followed by the
 // form fields (after the file, so the handler must not need them first).
@@ -149,10 +150,11 @@ func impWantCounts(t testing.TB, imp *parley.Import, created, updated, skipped, 
 	}
 }
 
-// impErrors fetches the errors CSV, checking its media type and header.
+// impErrors fetches the list of errors (?format=list, one line per
+// error), checking its media type and header.
 func impErrors(t testing.TB, e *apitest.Env, c *client.Client, id int64) [][]string {
 	t.Helper()
-	resp, err := c.Do(e.Ctx, "GET", fmt.Sprintf("/imports/%d/errors", id), nil, "")
+	resp, err := c.Do(e.Ctx, "GET", fmt.Sprintf("/imports/%d/errors?format=list", id), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

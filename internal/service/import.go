@@ -1,8 +1,10 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/csvimport"
+	"github.com/parleyhq/parley/internal/phone"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -85,27 +88,62 @@ func (c column) code() string {
 	return parley.EValidation
 }
 
-// mapColumns reads a header. Problems with the header as a whole are
+// colIgnore is a column an import does not read: the rejected-rows file's
+// errors column, or one the mapping leaves out (D22).
+const colIgnore = -2
+
+// resolveColumn is the kind and custom_data key of a Parley column name
+// (any case); ok is false for a name that is none.
+func resolveColumn(name string) (kind int, key string, ok bool) {
+	lower := strings.ToLower(name)
+	if k := slices.Index(parley.ImportColumns, lower); k >= 0 {
+		return k, "", true
+	}
+	if rest, found := strings.CutPrefix(lower, parley.CustomColumnPrefix); found && rest != "" {
+		return colCustom, parley.CustomDataKey(rest), true
+	}
+	return 0, "", false
+}
+
+// mapColumns reads a header, each column by its name or, when mapping
+// names it, by the Parley column it maps to ("" for none). A column named
+// errors is never read (D22). Problems with the header as a whole are
 // errors; columns naming no field of the brand come back in unknown.
-func mapColumns(header []string, fields map[string]*parley.CustomField) (cols []column, unknown []string, err error) {
+func mapColumns(header []string, fields map[string]*parley.CustomField, mapping map[string]string) (cols []column, unknown []string, err error) {
 	seen := map[string]string{}
 	hasPhone := false
+	for name := range mapping {
+		if !slices.Contains(header, name) {
+			return nil, nil, parley.FieldError(parley.EValidation, "mapping",
+				fmt.Sprintf("maps the column %q, which the file's header does not have", name))
+		}
+	}
 	for i, name := range header {
 		if name == "" {
 			return nil, nil, fileInvalid(fmt.Sprintf("column %d of the header has no name", i+1))
 		}
-		c := column{name: name, kind: -1}
-		lower := strings.ToLower(name)
-		if k := slices.Index(parley.ImportColumns, lower); k >= 0 {
-			c.kind = k
-		} else if rest, ok := strings.CutPrefix(lower, parley.CustomColumnPrefix); ok && rest != "" {
-			c.kind, c.key = colCustom, parley.CustomDataKey(rest)
-			if fields[c.key] == nil {
-				unknown = append(unknown, name)
-			}
-		} else {
-			unknown = append(unknown, name)
+		c := column{name: name, kind: colIgnore}
+		target, mapped := mapping[name]
+		if !mapped {
+			target = name
+		}
+		if target == "" || (!mapped && strings.EqualFold(name, parley.ErrorsColumn)) {
+			cols = append(cols, c)
 			continue
+		}
+		kind, key, ok := resolveColumn(target)
+		if mapped && (!ok || (kind == colCustom && fields[key] == nil)) {
+			return nil, nil, parley.FieldError(parley.EValidation, "mapping",
+				fmt.Sprintf("maps the column %q to %q, which is not a contact field of the brand", name, target))
+		}
+		if !ok {
+			unknown = append(unknown, name)
+			cols = append(cols, c)
+			continue
+		}
+		c.kind, c.key = kind, key
+		if kind == colCustom && fields[key] == nil {
+			unknown = append(unknown, name)
 		}
 		id := strconv.Itoa(c.kind) + c.key
 		if prev, dup := seen[id]; dup {
@@ -155,23 +193,28 @@ func parseConsent(v string) (value bool, ok bool) {
 	return false, false
 }
 
-func parseImportOptions(opt parley.ImportOptions) (onDup string, consent *bool, err error) {
+func parseImportOptions(opt parley.ImportOptions) (onDup string, consent *bool, mapping map[string]string, err error) {
 	switch strings.ToLower(opt.OnDuplicate) {
 	case "", parley.OnDuplicateSkip:
 		onDup = parley.OnDuplicateSkip
 	case parley.OnDuplicateUpdate:
 		onDup = parley.OnDuplicateUpdate
 	default:
-		return "", nil, invalid("on_duplicate", "must be skip or update")
+		return "", nil, nil, invalid("on_duplicate", "must be skip or update")
 	}
 	if v := strings.TrimSpace(opt.MessagingConsentDefault); v != "" {
 		c, ok := parseConsent(v)
 		if !ok {
-			return "", nil, invalid("messaging_consent_default", "must be true, false, yes, no, 1, 0 or empty")
+			return "", nil, nil, invalid("messaging_consent_default", "must be true, false, yes, no, 1, 0 or empty")
 		}
 		consent = &c
 	}
-	return onDup, consent, nil
+	if m := strings.TrimSpace(opt.Mapping); m != "" {
+		if err := json.Unmarshal([]byte(m), &mapping); err != nil || mapping == nil {
+			return "", nil, nil, invalid("mapping", `must be a JSON object from the file's column names to contact fields ("" for a column not imported), such as {"Mobile": "phone_number", "Notes": ""}`)
+		}
+	}
+	return onDup, consent, mapping, nil
 }
 
 // CreateImport implements parley.ImportService.
@@ -218,16 +261,24 @@ func (im *Importer) ImportLocal(ctx context.Context, brandID int64, fileName str
 // so a file that cannot be imported is refused before anything is kept,
 // and returns the import to record.
 func (im *Importer) storeImport(ctx context.Context, brandID int64, fileName string, r io.Reader, opt parley.ImportOptions) (*store.ImportRecord, error) {
-	onDup, consent, err := parseImportOptions(opt)
+	onDup, consent, mapping, err := parseImportOptions(opt)
 	if err != nil {
 		return nil, err
+	}
+	country, err := im.importCountry(ctx, brandID, opt.DefaultCountry)
+	if err != nil {
+		return nil, err
+	}
+	if mapping == nil {
+		mapping = map[string]string{} // every column by its name
 	}
 	fields, err := im.s.customFields(ctx, brandID)
 	if err != nil {
 		return nil, err
 	}
 	rec := &store.ImportRecord{Import: parley.Import{BrandID: brandID, Status: parley.ImportQueued,
-		FileName: SanitizeFileName(fileName), OnDuplicate: onDup, MessagingConsentDefault: consent}}
+		FileName: SanitizeFileName(fileName), OnDuplicate: onDup, MessagingConsentDefault: consent,
+		DefaultCountry: country, Mapping: mapping}}
 	rec.BlobKey = "imports/" + strconv.FormatInt(brandID, 10) + "/" + uuid.NewString() + ".csv"
 
 	wctx, cancel := context.WithCancel(ctx)
@@ -238,7 +289,7 @@ func (im *Importer) storeImport(ctx context.Context, brandID int64, fileName str
 	}
 	src := &sourceReader{r: r}
 	lim := &limitReader{r: src, left: im.MaxSize, limited: im.MaxSize > 0}
-	h, rows, err := scanImportFile(io.TeeReader(lim, w), fields)
+	h, rows, err := scanImportFile(io.TeeReader(lim, w), fields, mapping)
 	switch {
 	case src.err != nil:
 		err = unreadable(src.err)
@@ -260,12 +311,12 @@ func (im *Importer) storeImport(ctx context.Context, brandID int64, fileName str
 
 // scanImportFile reads a whole file as the import will, so that what is
 // wrong with the file as a whole is known at once, and counts its rows.
-func scanImportFile(r io.Reader, fields map[string]*parley.CustomField) (*csvimport.Header, int64, error) {
+func scanImportFile(r io.Reader, fields map[string]*parley.CustomField, mapping map[string]string) (*csvimport.Header, int64, error) {
 	h, rd, err := csvimport.ReadHeader(r)
 	if err != nil {
 		return nil, 0, err
 	}
-	if _, unknown, err := mapColumns(h.Columns, fields); err != nil {
+	if _, unknown, err := mapColumns(h.Columns, fields, mapping); err != nil {
 		return nil, 0, err
 	} else if len(unknown) > 0 {
 		return nil, 0, unknownColumns(unknown, fields)
@@ -353,4 +404,23 @@ func (im *Importer) EachImportError(ctx context.Context, brandID, id int64, fn f
 		return err
 	}
 	return im.s.db.EachImportError(ctx, brandID, id, fn)
+}
+
+// importCountry is the default country of an import: the one sent, else
+// the brand's default_country (D22).
+func (im *Importer) importCountry(ctx context.Context, brandID int64, sent string) (string, error) {
+	if c := strings.ToUpper(strings.TrimSpace(sent)); c != "" {
+		if !phone.Region(c) {
+			return "", invalid("default_country", "must be a two-letter country code (ISO 3166-1 alpha-2), such as US, CA or GB")
+		}
+		return c, nil
+	}
+	b, err := im.s.db.BrandIdentity(ctx, brandID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", brandNotFound(brandID)
+	}
+	if err != nil {
+		return "", err
+	}
+	return cmp.Or(b.DefaultCountry, parley.DefaultCountry), nil
 }

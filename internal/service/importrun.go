@@ -14,6 +14,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/csvimport"
+	"github.com/parleyhq/parley/internal/phone"
 	"github.com/parleyhq/parley/internal/store"
 	"gocloud.dev/gcerrors"
 )
@@ -53,7 +54,7 @@ func (im *Importer) RunImport(ctx context.Context, brandID, id int64, opt RunOpt
 	}
 	// A field deleted since the upload leaves its column mapped: its cells
 	// then fail like an unknown custom_data key of POST /users.
-	cols, unknown, err := mapColumns(rec.Columns, fields)
+	cols, unknown, err := mapColumns(rec.Columns, fields, rec.Mapping)
 	if err == nil && len(unknown) > 0 {
 		for _, name := range unknown {
 			if !strings.HasPrefix(strings.ToLower(name), parley.CustomColumnPrefix) {
@@ -179,7 +180,10 @@ type importRun struct {
 // row is a row read and checked, not yet written.
 type row struct {
 	line int64
-	err  *parley.ImportError
+	// errs are every error of a rejected row (D22); cells its cells as
+	// read, for the rejected-rows file (nil for a row that is not CSV).
+	errs  []*parley.ImportError
+	cells []string
 	// user is the user the row creates; fields and upd what it changes in
 	// an existing user (on_duplicate=update).
 	user        *parley.User
@@ -199,7 +203,7 @@ func (run *importRun) read(ctx context.Context) ([]*row, bool, error) {
 		case errors.Is(err, io.EOF):
 			return batch, true, nil
 		case errors.As(err, &re):
-			batch = append(batch, &row{line: re.Line, err: &parley.ImportError{Line: re.Line, Type: parley.EValidation, Msg: re.Msg}})
+			batch = append(batch, &row{line: re.Line, errs: []*parley.ImportError{{Line: re.Line, Type: parley.EValidation, Msg: re.Msg}}})
 			continue
 		case err != nil:
 			return nil, false, err
@@ -214,22 +218,28 @@ func (run *importRun) read(ctx context.Context) ([]*row, bool, error) {
 }
 
 // check applies POST /users's validation to a row. Only an internal
-// failure is an error; a bad row comes back with its ImportError.
+// failure is an error; a bad row comes back with every one of its errors
+// (D22).
 func (run *importRun) check(ctx context.Context, rec []string, line int64) (*row, error) {
-	r := &row{line: line}
+	r := &row{line: line, cells: slices.Clone(rec)} // rec is the reader's, reused
 	if len(rec) != len(run.cols) {
-		r.err = &parley.ImportError{Line: line, Type: parley.EValidation,
-			Msg: fmt.Sprintf("the row has %d cells; the header has %d columns", len(rec), len(run.cols))}
+		r.errs = []*parley.ImportError{{Line: line, Type: parley.EValidation,
+			Msg: fmt.Sprintf("the row has %d cells; the header has %d columns", len(rec), len(run.cols))}}
 		return r, nil
 	}
 	in := parley.UserCreate{PhoneNumber: parley.Null[string](), Channel: parley.Some(parley.ImportChannel)}
 	var custom []byte
+	var bad []*parley.ImportError
+	values := make([]string, len(rec)) // the cells as checked; "" for none or one already reported
 	for i, c := range run.cols {
+		if c.kind == colIgnore {
+			continue
+		}
 		// Checked before trimming, which would take a leading tab away
 		// and turn "\t=1+1" into a formula (#15).
 		if rule := parley.ControlCharRule(rec[i], false); rule != "" {
-			r.err = &parley.ImportError{Line: line, Field: c.name, Type: c.code(), Msg: c.name + ": " + rule}
-			return r, nil
+			bad = append(bad, &parley.ImportError{Line: line, Field: c.name, Type: c.code(), Msg: c.name + ": " + rule})
+			continue
 		}
 		// A cell Parley neutralised on export reads as the value it was.
 		v := parley.FromFormulaSafe(strings.TrimSpace(rec[i]))
@@ -238,7 +248,12 @@ func (run *importRun) check(ctx context.Context, rec []string, line int64) (*row
 		}
 		switch c.kind {
 		case colPhone:
-			in.PhoneNumber = parley.Some(v)
+			e164, err := run.phone(v)
+			if err != nil {
+				bad = append(bad, &parley.ImportError{Line: line, Field: c.name, Type: parley.EInvalidPhoneNumber, Msg: err.Error()})
+				continue
+			}
+			in.PhoneNumber = parley.Some(e164)
 		case colFirstName:
 			in.FirstName = parley.Some(v)
 		case colLastName:
@@ -252,9 +267,9 @@ func (run *importRun) check(ctx context.Context, rec []string, line int64) (*row
 		case colConsent:
 			consent, ok := parseConsent(v)
 			if !ok {
-				r.err = &parley.ImportError{Line: line, Field: c.name, Type: parley.EValidation,
-					Msg: c.name + ": must be true, false, yes, no, 1, 0 or empty"}
-				return r, nil
+				bad = append(bad, &parley.ImportError{Line: line, Field: c.name, Type: parley.EValidation,
+					Msg: c.name + ": must be true, false, yes, no, 1, 0 or empty"})
+				continue
 			}
 			in.MessagingConsent = parley.Some(consent)
 			r.consentCell = true
@@ -268,20 +283,99 @@ func (run *importRun) check(ctx context.Context, rec []string, line int64) (*row
 			custom = append(append(custom, key...), ':')
 			custom = appendCell(custom, run.fields[c.key], v)
 		}
+		values[i] = v
 	}
-	u, err := run.im.s.NewUser(ctx, run.rec.BrandID, in)
-	if err == nil && custom != nil {
-		custom = append(custom, '}')
-		if r.upd, err = parseCustomData(custom, run.fields); err == nil {
-			u.CustomData, err = mergeCustomData(nil, r.upd, nil)
+	var whole error
+	if len(bad) == 0 {
+		u, err := run.im.s.NewUser(ctx, run.rec.BrandID, in)
+		if err == nil && custom != nil {
+			custom = append(custom, '}')
+			if r.upd, err = parseCustomData(custom, run.fields); err == nil {
+				u.CustomData, err = mergeCustomData(nil, r.upd, nil)
+			}
+		}
+		if err == nil {
+			r.user, r.fields = u, in.UserFields
+			return r, nil
+		}
+		whole = err
+	}
+	var err error
+	r.errs, err = run.diagnose(ctx, line, values, bad, whole)
+	return r, err
+}
+
+// phone reads a phone number cell: E.164 with its "+", or a national
+// number of the import's default country (D22).
+func (run *importRun) phone(v string) (string, error) {
+	if e164, ok := phone.NormalizeIn(v, run.rec.DefaultCountry, run.im.s.PhoneMode); ok {
+		return e164, nil
+	}
+	if strings.HasPrefix(v, "+") {
+		return "", errors.New("Invalid phone number [" + v + "] provided.")
+	}
+	return "", fmt.Errorf("Invalid phone number [%s] provided: not a phone number of %s (the import's default country); write a number of another country with + and its country code", v, run.rec.DefaultCountry)
+}
+
+// diagnose finds every error of a rejected row, one column at a time:
+// bad holds those found while reading it, whole the error of the row as a
+// whole, reported when no single column explains it (custom data over its
+// size limit).
+func (run *importRun) diagnose(ctx context.Context, line int64, values []string, bad []*parley.ImportError, whole error) ([]*parley.ImportError, error) {
+	errs := bad
+	reported := map[string]bool{}
+	for _, e := range bad {
+		reported[e.Field] = true
+	}
+	for i, c := range run.cols {
+		v := values[i]
+		if c.kind == colIgnore || c.kind == colConsent || reported[c.name] || (v == "" && c.kind != colPhone) {
+			continue
+		}
+		var err error
+		var f parley.UserFields
+		switch c.kind {
+		case colPhone:
+			if v == "" {
+				err = invalid("phone_number", "required")
+			}
+		case colFirstName:
+			f.FirstName = parley.Some(v)
+		case colLastName:
+			f.LastName = parley.Some(v)
+		case colEmail:
+			f.EmailAddress = parley.Some(v)
+		case colDateOfBirth:
+			f.DateOfBirth = parley.Some(v)
+		case colPostalCode:
+			f.PostalCode = parley.Some(v)
+		case colCustom:
+			key, _ := json.Marshal(c.key)
+			raw := appendCell(append(append([]byte{'{'}, key...), ':'), run.fields[c.key], v)
+			_, err = parseCustomData(append(raw, '}'), run.fields)
+		}
+		if c.kind != colPhone && c.kind != colCustom {
+			err = run.im.s.applyFields(&parley.User{BrandID: run.rec.BrandID}, &f)
+		}
+		if err != nil {
+			e, ierr := run.rowError(line, err)
+			if ierr != nil {
+				return nil, ierr
+			}
+			errs = append(errs, e)
 		}
 	}
-	if err != nil {
-		r.err, err = run.rowError(line, err)
-		return r, err
+	if len(errs) == 0 && whole != nil {
+		e, err := run.rowError(line, whole)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, e)
 	}
-	r.user, r.fields = u, in.UserFields
-	return r, nil
+	if len(errs) == 0 { // cannot be: the row failed for a reason
+		errs = append(errs, &parley.ImportError{Line: line, Type: parley.EValidation, Msg: "the row could not be imported"})
+	}
+	return errs, nil
 }
 
 // rowError turns a validation error into the row's report, with the column
@@ -296,7 +390,8 @@ func (run *importRun) rowError(line int64, err error) (*parley.ImportError, erro
 	// custom_tier; custom_data as a whole (its size) is no one column.
 	key, custom := strings.CutPrefix(pe.Field, "custom_data.")
 	for _, c := range run.cols {
-		if (custom && c.kind == colCustom && c.key == key) || (!custom && c.kind != colCustom && strings.EqualFold(c.name, pe.Field)) {
+		if (custom && c.kind == colCustom && c.key == key) ||
+			(!custom && c.kind >= 0 && c.kind != colCustom && parley.ImportColumns[c.kind] == pe.Field) {
 			e.Field = c.name
 			if rest, ok := strings.CutPrefix(pe.Message, pe.Field+":"); ok {
 				e.Msg = c.name + ":" + rest
@@ -318,6 +413,7 @@ func appendCell(b []byte, f *parley.CustomField, v string) []byte {
 		typ := 0
 		if f != nil {
 			typ = f.CustomDataType
+			v = enumSpelling(f, v)
 		}
 		return appendScalar(b, typ, v)
 	}
@@ -326,9 +422,45 @@ func appendCell(b []byte, f *parley.CustomField, v string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendScalar(b, f.Subtype, strings.TrimSpace(item))
+		b = appendScalar(b, f.Subtype, enumSpelling(f, strings.TrimSpace(item)))
 	}
 	return append(b, ']')
+}
+
+// enumSpelling is v as the field's enumeration spells it when v matches
+// one of its values ASCII case-insensitively (gold is Gold, D22), else v.
+func enumSpelling(f *parley.CustomField, v string) string {
+	for _, e := range f.AvailableEnumValues {
+		if e == v {
+			return v
+		}
+	}
+	for _, e := range f.AvailableEnumValues {
+		if asciiEqualFold(e, v) {
+			return e
+		}
+	}
+	return v
+}
+
+// asciiEqualFold is strings.EqualFold for ASCII letters only.
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 func appendScalar(b []byte, typ int, v string) []byte {
@@ -384,7 +516,7 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 		var phones []string
 		var lines []int64
 		for _, r := range batch {
-			if r.err != nil {
+			if len(r.errs) > 0 {
 				continue
 			}
 			if _, dup := first[r.user.PhoneNumber]; !dup {
@@ -400,8 +532,8 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 		errs := make([]*parley.ImportError, len(batch))
 		for i, r := range batch {
 			switch {
-			case r.err != nil:
-				errs[i] = r.err
+			case len(r.errs) > 0:
+				errs[i] = r.errs[0]
 			case first[r.user.PhoneNumber] != r.line:
 				errs[i] = duplicateInFile(r, first[r.user.PhoneNumber])
 			}
@@ -483,7 +615,14 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 				}
 			}
 			if errs[i] != nil {
-				rejected = append(rejected, *errs[i])
+				all := r.errs
+				if len(all) == 0 {
+					all = errs[i : i+1]
+				}
+				for _, e := range all {
+					e.Cells = r.cells
+					rejected = append(rejected, *e)
+				}
 			}
 			counts[out]++
 		}

@@ -19,6 +19,9 @@ const MaxSendRate = 10000
 // BrandSettings returns a brand's sending rules (D17).
 func (s *Service) BrandSettings(ctx context.Context, brandID int64) (*parley.BrandSettings, error) {
 	st, err := s.db.BrandSettings(ctx, brandID)
+	if err == nil {
+		err = s.brandIdentity(ctx, brandID, st)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, brandNotFound(brandID)
 	}
@@ -38,7 +41,10 @@ func (s *Service) UpdateBrandSettings(ctx context.Context, brandID int64, u parl
 			return err
 		}
 		out = st
-		return tx.SaveBrandSettings(ctx, brandID, st)
+		if err := tx.SaveBrandSettings(ctx, brandID, st); err != nil {
+			return err
+		}
+		return s.updateBrandIdentity(ctx, tx, brandID, u.BrandIdentityUpdate, st)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, brandNotFound(brandID)

@@ -24,7 +24,7 @@ type ImportRecord struct {
 
 const importColumns = `id, brand_id, status, file_name, blob_key, on_duplicate, messaging_consent_default, delimiter,
 	columns, total_rows, processed_rows, created, updated, skipped, failed, next_offset, next_line, error,
-	date_created, date_completed`
+	date_created, date_completed, default_country, mapping`
 
 func scanImport(scan func(...any) error) (*ImportRecord, error) {
 	var (
@@ -34,10 +34,11 @@ func scanImport(scan func(...any) error) (*ImportRecord, error) {
 		errText   sql.NullString
 		created   int64
 		completed sql.NullInt64
+		mapping   sql.NullString
 	)
 	err := scan(&r.ID, &r.BrandID, &r.Status, &r.FileName, &r.BlobKey, &r.OnDuplicate, &consent, &r.Delimiter,
 		&columns, &r.TotalRows, &r.ProcessedRows, &r.Created, &r.Updated, &r.Skipped, &r.Failed, &r.NextOffset,
-		&r.NextLine, &errText, &created, &completed)
+		&r.NextLine, &errText, &created, &completed, &r.DefaultCountry, &mapping)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -46,6 +47,12 @@ func scanImport(scan func(...any) error) (*ImportRecord, error) {
 	}
 	if err := json.Unmarshal([]byte(columns), &r.Columns); err != nil {
 		return nil, fmt.Errorf("store: import %d columns: %w", r.ID, err)
+	}
+	r.Mapping = map[string]string{}
+	if mapping.Valid {
+		if err := json.Unmarshal([]byte(mapping.String), &r.Mapping); err != nil {
+			return nil, fmt.Errorf("store: import %d mapping: %w", r.ID, err)
+		}
 	}
 	r.MessagingConsentDefault = nullBool(consent)
 	r.Error = nullString(errText)
@@ -63,12 +70,21 @@ func (tx *Tx) InsertImport(ctx context.Context, r *ImportRecord) error {
 	if err != nil {
 		return err
 	}
+	var mapping sql.NullString
+	if len(r.Mapping) > 0 {
+		m, err := json.Marshal(r.Mapping)
+		if err != nil {
+			return err
+		}
+		mapping = sql.NullString{String: string(m), Valid: true}
+	}
 	r.DateCreated = parley.Time{Time: tx.now}
 	row := tx.queryRow(ctx, `INSERT INTO imports (brand_id, status, file_name, blob_key, on_duplicate,
-	messaging_consent_default, delimiter, columns, total_rows, next_offset, next_line, date_created)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+	messaging_consent_default, delimiter, columns, total_rows, next_offset, next_line, date_created,
+	default_country, mapping)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		r.BrandID, r.Status, r.FileName, r.BlobKey, r.OnDuplicate, toNullBool(r.MessagingConsentDefault), r.Delimiter,
-		string(cols), r.TotalRows, r.NextOffset, r.NextLine, micros(tx.now))
+		string(cols), r.TotalRows, r.NextOffset, r.NextLine, micros(tx.now), r.DefaultCountry, mapping)
 	if err := row.Scan(&r.ID); err != nil {
 		return fmt.Errorf("store: insert import: %w", err)
 	}
@@ -355,14 +371,22 @@ func (tx *Tx) InsertImportErrors(ctx context.Context, brandID, importID int64, e
 	for start := 0; start < len(errs); start += insertChunk {
 		batch := errs[start:min(start+insertChunk, len(errs))]
 		var q strings.Builder
-		q.WriteString(`INSERT INTO import_errors (brand_id, import_id, line, field, type, msg) VALUES `)
-		args := make([]any, 0, 6*len(batch))
+		q.WriteString(`INSERT INTO import_errors (brand_id, import_id, line, field, type, msg, cells) VALUES `)
+		args := make([]any, 0, 7*len(batch))
 		for i, e := range batch {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?)")
-			args = append(args, brandID, importID, e.Line, e.Field, e.Type, e.Msg)
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+			var cells sql.NullString
+			if e.Cells != nil {
+				b, err := json.Marshal(e.Cells)
+				if err != nil {
+					return err
+				}
+				cells = sql.NullString{String: string(b), Valid: true}
+			}
+			args = append(args, brandID, importID, e.Line, e.Field, e.Type, e.Msg, cells)
 		}
 		if _, err := tx.exec(ctx, q.String(), args...); err != nil {
 			return fmt.Errorf("store: import errors: %w", err)
@@ -374,16 +398,23 @@ func (tx *Tx) InsertImportErrors(ctx context.Context, brandID, importID int64, e
 // EachImportError calls fn with every rejected row of an import, in the
 // order of the file.
 func (db *DB) EachImportError(ctx context.Context, brandID, importID int64, fn func(*parley.ImportError) error) error {
-	rows, err := db.query(ctx, `SELECT line, field, type, msg FROM import_errors WHERE brand_id = ? AND import_id = ?
+	rows, err := db.query(ctx, `SELECT line, field, type, msg, cells FROM import_errors WHERE brand_id = ? AND import_id = ?
 	ORDER BY id`, brandID, importID)
 	if err != nil {
 		return fmt.Errorf("store: import errors: %w", err)
 	}
 	defer rows.Close()
 	var e parley.ImportError
+	var cells sql.NullString
 	for rows.Next() {
-		if err := rows.Scan(&e.Line, &e.Field, &e.Type, &e.Msg); err != nil {
+		if err := rows.Scan(&e.Line, &e.Field, &e.Type, &e.Msg, &cells); err != nil {
 			return fmt.Errorf("store: scan import error: %w", err)
+		}
+		e.Cells = nil
+		if cells.Valid {
+			if err := json.Unmarshal([]byte(cells.String), &e.Cells); err != nil {
+				return fmt.Errorf("store: import error cells: %w", err)
+			}
 		}
 		if err := fn(&e); err != nil {
 			return err

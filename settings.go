@@ -23,6 +23,24 @@ type BrandSettings struct {
 	// from the texts of contacts whose messaging_consent is false; by
 	// default they are left alone.
 	ExtractWhenOptedOut bool `json:"extract_when_opted_out"`
+	// KeywordReplies are the brand's answers to STOP, START and HELP (D22).
+	KeywordReplies KeywordReplies `json:"keyword_replies"`
+}
+
+// KeywordReplies are a brand's texts answering the keywords of D12; a nil
+// member is the built-in text (D22).
+type KeywordReplies struct {
+	Stop  *string `json:"stop"`
+	Start *string `json:"start"`
+	Help  *string `json:"help"`
+}
+
+// KeywordRepliesUpdate changes the members sent; null restores the
+// built-in text (D22).
+type KeywordRepliesUpdate struct {
+	Stop  Optional[string] `json:"stop,omitzero"`
+	Start Optional[string] `json:"start,omitzero"`
+	Help  Optional[string] `json:"help,omitzero"`
 }
 
 // SendingWindow is a daily window of local time, "HH:MM" to "HH:MM".
@@ -53,4 +71,6 @@ type BrandSettingsUpdate struct {
 	SendRate      Optional[float64]       `json:"send_rate,omitzero"`
 	// ExtractWhenOptedOut is D20's opt-out setting (#19).
 	ExtractWhenOptedOut Optional[bool] `json:"extract_when_opted_out,omitzero"`
+	// KeywordReplies: null restores every built-in text (D22).
+	KeywordReplies Optional[KeywordRepliesUpdate] `json:"keyword_replies,omitzero"`
 }

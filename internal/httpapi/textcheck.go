@@ -19,6 +19,7 @@ var linesMembers = map[string]bool{
 	"help_reply":        true, // brand replies to keywords (D12)
 	"stop_reply":        true,
 	"start_reply":       true,
+	"keyword_replies":   true, // the same, in the brand settings (D22)
 }
 
 // memberCode is the error type of a top-level member whose problems D3

@@ -241,4 +241,3 @@ func (d *Dashboard) read(ctx context.Context, brandID int64, now time.Time) (*Da
 	}
 	return st, nil
 }
-

@@ -140,6 +140,9 @@ func New(cfg Config) *Console {
 		p := new(*rp) // each console its own copy: the templates are per console
 		c.pages = append(c.pages, p)
 		p.tmpl = template.Must(template.Must(c.base.Clone()).ParseFS(templateFS, "templates/"+p.Template))
+		for _, inc := range p.Includes {
+			p.tmpl = template.Must(p.tmpl.ParseFS(templateFS, "templates/"+inc))
+		}
 		path := Prefix + p.Path
 		if p.Path == "" || strings.HasSuffix(p.Path, "/") {
 			path += "{$}"

@@ -29,6 +29,9 @@ type Page struct {
 	AgentRedirect string
 	// Template is the file in templates/ that defines "content".
 	Template string
+	// Includes are more files in templates/ whose templates Template uses
+	// (a part of a page kept in a file of its own).
+	Includes []string
 	// Get and Post handle the methods; nil answers 405.
 	Get, Post Handler
 

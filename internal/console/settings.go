@@ -16,11 +16,11 @@ import (
 func init() {
 	Register(Page{
 		Path: "settings", Title: "Settings", Nav: "Settings", Order: 80, Admin: true,
-		Template: "settings.html", Get: settingsPage, Post: settingsSave,
+		Template: "settings.html", Includes: settingsIncludes, Get: settingsPage, Post: settingsSave,
 	})
 	Register(Page{
 		Path: "settings/operators", Title: "Settings", Admin: true,
-		Template: "settings.html", Post: operatorsAction,
+		Template: "settings.html", Includes: settingsIncludes, Post: operatorsAction,
 	})
 }
 
@@ -50,6 +50,8 @@ type settingsData struct {
 	// Link is the one-time sign-in link of the operator just added.
 	Link, LinkEmail string
 	Notice          string
+	// Replies is the keyword replies' form (settings_replies.go).
+	Replies *repliesForm
 }
 
 // fieldView is one text field of the page, for the "field" template: its
@@ -87,6 +89,8 @@ func settingsPage(c *Ctx) error {
 	switch c.R.URL.Query().Get("done") {
 	case "saved":
 		d.Notice = "Settings saved."
+	case "replies":
+		d.Notice = "Keyword answers saved."
 	case "removed":
 		d.Notice = "Operator removed; their sessions have ended."
 	case "added":
@@ -112,6 +116,9 @@ func (c *Ctx) renderSettings(status int, d settingsData, errMsg string) error {
 		d.OpForm.Role = string(parley.RoleAgent)
 	}
 	d.Operators, d.Me = ops, c.Operator.ID
+	if err := c.fillReplies(&d); err != nil {
+		return err
+	}
 	return c.RenderStatus(status, d, errMsg)
 }
 

@@ -63,6 +63,23 @@ type inboxData struct {
 	Heading       string
 }
 
+// previewLen is how much of the latest message a row of the inbox shows.
+const previewLen = 90
+
+// preview is the beginning of a message, cut at a word when it is long.
+func preview(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= previewLen {
+		return s
+	}
+	cut := string(r[:previewLen])
+	if i := strings.LastIndexByte(cut, ' '); i > previewLen/2 {
+		cut = cut[:i]
+	}
+	return cut + "…"
+}
+
 func inboxList(c *Ctx) error {
 	q := c.R.URL.Query()
 	view, state := q.Get("view"), q.Get("state")
@@ -92,6 +109,9 @@ func inboxList(c *Ctx) error {
 			p.Set("after", after)
 		}
 		return Prefix + "inbox?" + p.Encode()
+	}
+	for i := range cs {
+		cs[i].Preview = preview(cs[i].Preview)
 	}
 	d := inboxData{Resolved: v.Resolved, Conversations: cs}
 	for _, t := range []struct{ key, text string }{{"mine", "Mine"}, {"unassigned", "Unassigned"}, {"all", "All"}} {

@@ -93,7 +93,8 @@ func qConversations(assignee int64, after bool) string {
 		q += ` AND c.assignee_id = ?`
 	}
 	if after {
-		q += ` AND (c.last_inbound_at < ? OR (c.last_inbound_at = ? AND c.user_id < ?))`
+		// A row value: one range of the index, however deep the page.
+		q += ` AND (c.last_inbound_at, c.user_id) < (?, ?)`
 	}
 	return q + ` ORDER BY c.last_inbound_at DESC, c.user_id DESC LIMIT ?`
 }
@@ -106,8 +107,7 @@ func (db *DB) Conversations(ctx context.Context, brandID int64, f ConversationFi
 	}
 	after := !f.AfterAt.IsZero()
 	if after {
-		at := micros(f.AfterAt)
-		args = append(args, at, at, f.AfterUserID)
+		args = append(args, micros(f.AfterAt), f.AfterUserID)
 	}
 	rows, err := db.query(ctx, qConversations(f.Assignee, after), append(args, f.Limit)...)
 	if err != nil {

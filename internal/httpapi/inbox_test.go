@@ -63,13 +63,13 @@ func TestKeywordReplyStoredOnce(t *testing.T) {
 
 	// The brand's own HELP text, set through the admin settings API (D22).
 	st, body := admDo(t, e, admTok, "POST", fmt.Sprintf("/brands/%d/settings", e.BrandA.ID),
-		map[string]any{"keyword_replies": map[string]any{"help": "Acme: call 555-0100 for help."}})
+		map[string]any{"keyword_replies": map[string]any{"help": "Acme: call 555-0100 for help.", "start": "Welcome back!\nReply STOP to opt out."}})
 	if st != 200 {
 		t.Fatalf("settings keyword_replies: %d %v", st, body)
 	}
 	kr, _ := body["keyword_replies"].(map[string]any)
-	if kr["help"] != "Acme: call 555-0100 for help." || kr["stop"] != nil {
-		t.Errorf("keyword_replies = %v; want help set, stop null (built-in)", body["keyword_replies"])
+	if kr["help"] != "Acme: call 555-0100 for help." || kr["start"] != "Welcome back!\nReply STOP to opt out." || kr["stop"] != nil {
+		t.Errorf("keyword_replies = %v; want help and start (two lines) set, stop null (built-in)", body["keyword_replies"])
 	}
 	in("help", "SMk2")
 	if out := outbound(); len(out) != 2 || out[0].Body != "Acme: call 555-0100 for help." {

@@ -59,6 +59,10 @@ type Message struct {
 	// BodyTruncated is true when an inbound text was longer than
 	// MaxMessageBody characters and Body holds its beginning (#31).
 	BodyTruncated bool `json:"body_truncated"`
+	// AutoReply is the keyword (stop, start or help) an outbound message
+	// answered automatically (D12, issue #32); "" for every other message.
+	// In GET /messages such an answer is an outbound CONVERSATIONAL message.
+	AutoReply string `json:"-"`
 }
 
 // MessageCreate is the body of POST /messages.

@@ -24,6 +24,24 @@ type BrandSettings struct {
 	// default they are left alone.
 	ExtractWhenOptedOut bool `json:"extract_when_opted_out"`
 	BrandIdentity
+	// KeywordReplies are the brand's answers to STOP, START and HELP (D22).
+	KeywordReplies KeywordReplies `json:"keyword_replies"`
+}
+
+// KeywordReplies are a brand's texts answering the keywords of D12; a nil
+// member is the built-in text (D22).
+type KeywordReplies struct {
+	Stop  *string `json:"stop"`
+	Start *string `json:"start"`
+	Help  *string `json:"help"`
+}
+
+// KeywordRepliesUpdate changes the members sent; null restores the
+// built-in text (D22).
+type KeywordRepliesUpdate struct {
+	Stop  Optional[string] `json:"stop,omitzero"`
+	Start Optional[string] `json:"start,omitzero"`
+	Help  Optional[string] `json:"help,omitzero"`
 }
 
 // SendingWindow is a daily window of local time, "HH:MM" to "HH:MM".
@@ -56,4 +74,6 @@ type BrandSettingsUpdate struct {
 	// ExtractWhenOptedOut is D20's opt-out setting (#19).
 	ExtractWhenOptedOut Optional[bool] `json:"extract_when_opted_out,omitzero"`
 	BrandIdentityUpdate
+	// KeywordReplies: null restores every built-in text (D22).
+	KeywordReplies Optional[KeywordRepliesUpdate] `json:"keyword_replies,omitzero"`
 }

@@ -31,7 +31,8 @@ var (
 // console's pages (issue #18): names from short lists (so a name prefix
 // matches many), an email for half, consent in, out and unknown, a ZIP
 // for some, and over the last 7 days an inbound text from every 10th
-// contact, answered (sent and delivered) for every other one of those.
+// contact, answered (sent and delivered) for every other one of those,
+// with its conversation in the inbox, a quarter of them resolved.
 func SeedConsole(ctx context.Context, db *store.DB, svc *service.Service, n int) (*ConsoleSeed, error) {
 	b, err := svc.CreateBrand(ctx, "Console bench", "+14155550100")
 	if err != nil {
@@ -87,7 +88,25 @@ func SeedConsole(ctx context.Context, db *store.DB, svc *service.Service, n int)
 						Type: parley.TypeConversational, DateCreated: sent, DateSent: &sent, DateDelivered: &sent})
 				}
 			}
-			return tx.InsertMessages(ctx, msgs)
+			if err := tx.InsertMessages(ctx, msgs); err != nil {
+				return err
+			}
+			// Each who texted has a conversation in the inbox (issue #32);
+			// every fourth of them resolved.
+			for i, m := range msgs {
+				if m.Direction != parley.DirectionInbound {
+					continue
+				}
+				if err := tx.TouchConversation(ctx, b.ID, m.UserID, m.DateCreated.Time, false); err != nil {
+					return err
+				}
+				if i%4 == 0 {
+					if err := tx.SetConversationStatus(ctx, b.ID, m.UserID, store.ConversationResolved); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			return nil, err

@@ -72,8 +72,13 @@ func BenchmarkConsolePages(b *testing.B) {
 		{"search-email", "/console/contacts?q=c500000%40example.com"},
 		{"contact", contact},
 		{"conversation", contact + "/conversation"},
-		{"inbox", "/console/inbox"},
-		{"imports", "/console/imports"}, // the admin pages; their detail pages: TestAdminPagesScale
+		{"inbox", "/console/inbox"},                            // issue #32: conversations_brand_view
+		{"inbox-unassigned", "/console/inbox?view=unassigned"}, // conversations_brand_assignee
+		{"inbox-mine", "/console/inbox?view=mine"},             // conversations_brand_assignee
+		{"inbox-resolved", "/console/inbox?view=all&state=resolved"},
+		{"inbox-page-2", inboxPage2(b, h, s.Token)},
+		{"inbox-conversation", fmt.Sprintf("/console/inbox/%d", seed.ContactID)}, // the first contact texted,
+		{"imports", "/console/imports"},                                          // the admin pages; their detail pages: TestAdminPagesScale
 		{"webhooks", "/console/webhooks"},
 		{"settings", "/console/settings"},
 		{"fields", "/console/fields"}, // 40 fields, half auto-collected (#19)
@@ -162,4 +167,16 @@ func benchSegments(b *testing.B, e *apitest.Env, brandID int64) string {
 		last = seg.ID
 	}
 	return fmt.Sprintf("/console/segments/%d", last)
+// inboxPage2 is the link to the inbox's second page, read from the first.
+func inboxPage2(b *testing.B, h http.Handler, token string) string {
+	req := httptest.NewRequest("GET", "/console/inbox", nil)
+	req.AddCookie(&http.Cookie{Name: "parley_session", Value: token})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	body := rec.Body.String()
+	i := strings.Index(body, `/console/inbox?after=`)
+	if i < 0 {
+		b.Fatalf("inbox: no link to an older page")
+	}
+	return strings.ReplaceAll(body[i:i+strings.IndexByte(body[i:], '"')], "&amp;", "&")
 }

@@ -27,7 +27,8 @@ type Page struct {
 	// sent to AgentRedirect (a path below /console/) when it is set.
 	Admin         bool
 	AgentRedirect string
-	// Template is the file in templates/ that defines "content".
+	// Template is the file in templates/ that defines "content"; a glob
+	// (settings*.html) also parses the files of the page's parts.
 	Template string
 	// Get and Post handle the methods; nil answers 405.
 	Get, Post Handler

@@ -204,8 +204,9 @@ func (e *env) waitStatus(t *testing.T, userID int64, status string) {
 	}
 }
 
-// TestInbox: contacts whose latest text has no reply sent after it,
-// newest first; a sent reply takes them out (D19).
+// TestInbox: the conversations of the brand, newest text first; one whose
+// latest text has no reply sent after it is waiting, and a sent reply ends
+// the wait (D19, issue #32).
 func TestInbox(t *testing.T) {
 	t.Parallel()
 	e := startedEnv(t)
@@ -229,14 +230,15 @@ func TestInbox(t *testing.T) {
 	w := e.signedIn(t, "agent@a.example")
 	p := w.get("/console/inbox")
 	iAnn, iBob := strings.Index(p.Body, "Ann First"), strings.Index(p.Body, "Bob Second")
-	if p.Status != 200 || iAnn < 0 || iBob < 0 || iBob > iAnn || strings.Contains(p.Body, "Cy Silent") || strings.Contains(p.Body, "Dee") {
-		t.Fatalf("inbox: want Bob then Ann, not Cy nor brand B's Dee:\n%s", p.Body)
+	if p.Status != 200 || iAnn < 0 || iBob < 0 || iBob > iAnn || strings.Contains(p.Body, "Cy Silent") || strings.Contains(p.Body, "Dee") ||
+		strings.Count(p.Body, "Waiting for an answer") != 2 {
+		t.Fatalf("inbox: want Bob then Ann, both waiting, not Cy nor brand B's Dee:\n%s", p.Body)
 	}
 	w.post(fmt.Sprintf("/console/contacts/%d", ann.ID), url.Values{"body": {"Hi Ann"}})
 	e.waitStatus(t, ann.ID, parley.StatusSent)
 	p = w.get("/console/inbox")
-	if strings.Contains(p.Body, "Ann First") || !strings.Contains(p.Body, "Bob Second") {
-		t.Errorf("inbox after answering Ann: want only Bob:\n%s", p.Body)
+	if !strings.Contains(p.Body, "Ann First") || strings.Count(p.Body, "Waiting for an answer") != 1 {
+		t.Errorf("inbox after answering Ann: want Ann still listed and only Bob waiting:\n%s", p.Body)
 	}
 }
 

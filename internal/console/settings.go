@@ -62,6 +62,8 @@ type settingsData struct {
 	ZonesUS, ZonesWorld []zoneChoice
 	// Brand is the brand form (settings_brand.go, D22).
 	Brand brandForm
+	// Replies is the keyword replies' form (settings_replies.go).
+	Replies *repliesForm
 }
 
 // fieldView is one text field of the page, for the "field" template: its
@@ -99,6 +101,8 @@ func settingsPage(c *Ctx) error {
 	switch c.R.URL.Query().Get("done") {
 	case "saved":
 		d.Notice = "Settings saved."
+	case "replies":
+		d.Notice = "Keyword answers saved."
 	case "removed":
 		d.Notice = "Operator removed; their sessions have ended."
 	case "added":
@@ -126,6 +130,9 @@ func (c *Ctx) renderSettings(status int, d settingsData, errMsg string) error {
 	d.Operators, d.Me = ops, c.Operator.ID
 	d.ZonesUS, d.ZonesWorld = zoneChoices(d.Form.TimeZone)
 	if d.Brand, err = c.brandFormOf(d.Brand); err != nil {
+		return err
+	}
+	if err := c.fillReplies(&d); err != nil {
 		return err
 	}
 	return c.RenderStatus(status, d, errMsg)

@@ -340,13 +340,27 @@ func (c *crashAfterSend) Idempotent() bool {
 func TestInboundAndKeywords(t *testing.T) {
 	t.Parallel()
 	e := dlvEnv(t)
+	// A keyword's answer is a stored outbound message the worker sends
+	// (issue #32), never the callback's answer: in returns the newest
+	// message of the conversation when it is an outbound one.
 	in := func(from, body, sid string) string {
 		t.Helper()
 		reply, err := e.App.Service.ReceiveInbound(e.Ctx, delivery.Inbound{ProviderID: sid, From: from, To: e.BrandA.PhoneNumber, Body: body})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return reply
+		if reply != "" {
+			t.Errorf("the callback answered %q: a keyword's answer must travel as a stored message only", reply)
+		}
+		u, err := e.A.FindUserByPhone(e.Ctx, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, _, _ := e.A.ListMessages(e.Ctx, parley.MessageFilter{UserID: u.ID, Limit: 1})
+		if len(msgs) == 1 && msgs[0].Direction == parley.DirectionOutbound {
+			return msgs[0].Body
+		}
+		return ""
 	}
 	if r := in("+14155550199", "Hi there", "SM1"); r != "" {
 		t.Errorf("reply to a plain message = %q, want none", r)

@@ -21,7 +21,7 @@ func TestBrandSettings(t *testing.T) {
 		b, _ := json.Marshal(body)
 		return string(b)
 	}
-	defaults := `{"default_country":"US","extract_when_opted_out":false,"frequency_cap":null,"name":"Brand A","phone_number":"+14155550100","send_rate":0,"sending_window":{"end":"21:00","start":"08:00"},"time_zone":"America/New_York"}`
+	defaults := `{"default_country":"US","extract_when_opted_out":false,"frequency_cap":null,"keyword_replies":{"help":null,"start":null,"stop":null},"name":"Brand A","phone_number":"+14155550100","send_rate":0,"sending_window":{"end":"21:00","start":"08:00"},"time_zone":"America/New_York"}`
 	if got := get(); got != defaults {
 		t.Errorf("defaults %s, want %s", got, defaults)
 	}
@@ -31,14 +31,14 @@ func TestBrandSettings(t *testing.T) {
 	if st != 200 {
 		t.Fatalf("update: %d %v", st, body)
 	}
-	want := `{"default_country":"US","extract_when_opted_out":false,"frequency_cap":{"max_messages":3,"per_hours":24},"name":"Brand A","phone_number":"+14155550100","send_rate":0,"sending_window":{"end":"02:00","start":"22:00"},"time_zone":"America/New_York"}`
+	want := `{"default_country":"US","extract_when_opted_out":false,"frequency_cap":{"max_messages":3,"per_hours":24},"keyword_replies":{"help":null,"start":null,"stop":null},"name":"Brand A","phone_number":"+14155550100","send_rate":0,"sending_window":{"end":"02:00","start":"22:00"},"time_zone":"America/New_York"}`
 	if got := get(); got != want {
 		t.Errorf("after update %s, want %s", got, want)
 	}
 	if st, body := admDo(t, e, admTok, "POST", path, map[string]any{"time_zone": "America/Chicago", "send_rate": 2.5}); st != 200 {
 		t.Fatalf("second update: %d %v", st, body)
 	}
-	want = `{"default_country":"US","extract_when_opted_out":false,"frequency_cap":{"max_messages":3,"per_hours":24},"name":"Brand A","phone_number":"+14155550100","send_rate":2.5,"sending_window":{"end":"02:00","start":"22:00"},"time_zone":"America/Chicago"}`
+	want = `{"default_country":"US","extract_when_opted_out":false,"frequency_cap":{"max_messages":3,"per_hours":24},"keyword_replies":{"help":null,"start":null,"stop":null},"name":"Brand A","phone_number":"+14155550100","send_rate":2.5,"sending_window":{"end":"02:00","start":"22:00"},"time_zone":"America/Chicago"}`
 	if got := get(); got != want {
 		t.Errorf("after the second update %s, want %s: members not sent must stay", got, want)
 	}

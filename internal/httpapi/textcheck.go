@@ -21,6 +21,10 @@ var linesMembers = map[string]bool{
 	"start_reply":       true,
 }
 
+// linesObjects are the top-level objects whose string members may span
+// lines: the brand settings' keyword replies (D22), as the *_reply members.
+var linesObjects = map[string]bool{"keyword_replies": true}
+
 // memberCode is the error type of a top-level member whose problems D3
 // gives their own type; validation_error for the others.
 var memberCode = map[string]string{
@@ -78,7 +82,7 @@ func walkText(dec *json.Decoder, path, top, carrier string) error {
 		if path == top && top == carrier {
 			break
 		}
-		if rule := parley.ControlCharRule(v, path == top && linesMembers[top]); rule != "" {
+		if rule := parley.ControlCharRule(v, path == top && linesMembers[top] || linesObjects[top]); rule != "" {
 			return textError(path, top, v, rule)
 		}
 	case json.Delim:

@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha1"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -52,10 +53,17 @@ func twEnv(t *testing.T) (*apitest.Env, *sync.Mutex, *[]url.Values) {
 		r.ParseForm()
 		mu.Lock()
 		sent = append(sent, r.PostForm)
+		n := len(sent)
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(201)
-		io.WriteString(w, `{"sid":"SM0123456789abcdef0123456789abcdef","status":"queued"}`)
+		// The first send's SID is the one the tests report on; each later
+		// send gets its own, as Twilio gives.
+		sid := "SM0123456789abcdef0123456789abcdef"
+		if n > 1 {
+			sid = fmt.Sprintf("SM%032d", n)
+		}
+		io.WriteString(w, `{"sid":"`+sid+`","status":"queued"}`)
 	}))
 	t.Cleanup(fake.Close)
 	e := apitest.New(t, func(c *app.Config) {
@@ -142,11 +150,20 @@ func TestTwilioEndToEnd(t *testing.T) {
 	if r := twPost(t, e, "/providers/twilio/inbound", inbound, "forged"); r.StatusCode != 403 {
 		t.Errorf("forged inbound: %d, want 403", r.StatusCode)
 	}
-	r := twPost(t, e, "/providers/twilio/inbound", inbound, twSign(e.Server.URL+"/providers/twilio/inbound", inbound))
-	twiml, _ := io.ReadAll(r.Body)
-	if r.StatusCode != 200 || !strings.Contains(string(twiml), "<Message>") || !strings.Contains(string(twiml), "unsubscribed") {
-		t.Errorf("inbound STOP answer: %d %s", r.StatusCode, twiml)
+	// The answer to STOP is a stored message sent through Twilio's API, not
+	// TwiML (issue #32): once, though Twilio delivers the callback twice.
+	for range 2 {
+		r := twPost(t, e, "/providers/twilio/inbound", inbound, twSign(e.Server.URL+"/providers/twilio/inbound", inbound))
+		twiml, _ := io.ReadAll(r.Body)
+		if r.StatusCode != 200 || strings.Contains(string(twiml), "<Message>") {
+			t.Errorf("inbound STOP answer: %d %s, want an empty TwiML response", r.StatusCode, twiml)
+		}
 	}
+	msgs, _, _ := e.A.ListMessages(e.Ctx, parley.MessageFilter{UserID: u.ID, Limit: 1})
+	if len(msgs) != 1 || msgs[0].Direction != parley.DirectionOutbound || !strings.Contains(msgs[0].Body, "unsubscribed") {
+		t.Fatalf("the newest message after STOP = %+v, want STOP's answer", msgs)
+	}
+	dlvWait(t, e, msgs[0].ID, parley.StatusSent)
 	if got, _ := e.A.GetUser(e.Ctx, u.ID); got.MessagingConsent == nil || *got.MessagingConsent {
 		t.Errorf("consent after STOP via Twilio = %v", got.MessagingConsent)
 	}
@@ -156,7 +173,7 @@ func TestTwilioEndToEnd(t *testing.T) {
 	mu.Lock()
 	n := len(*sent)
 	mu.Unlock()
-	if n != 1 {
-		t.Errorf("Twilio received %d sends, want 1", n)
+	if n != 2 {
+		t.Errorf("Twilio received %d sends, want 2 (the message and STOP's answer, once)", n)
 	}
 }

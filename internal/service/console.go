@@ -10,7 +10,6 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/phone"
-	"github.com/parleyhq/parley/internal/store"
 )
 
 // The console's reads (D19): contact search, the inbox and the dashboard.
@@ -115,15 +114,6 @@ func prefixEnd(p string) string {
 		}
 	}
 	return ""
-}
-
-// InboxLimit is how many waiting contacts the inbox shows.
-const InboxLimit = 100
-
-// Inbox returns the brand's contacts whose latest text has no reply sent
-// after it, newest first.
-func (s *Service) Inbox(ctx context.Context, brandID int64) ([]InboxEntry, error) {
-	return s.db.Inbox(ctx, brandID, InboxLimit)
 }
 
 // DashboardStats are the figures of the console's dashboard.
@@ -252,6 +242,3 @@ func (d *Dashboard) read(ctx context.Context, brandID int64, now time.Time) (*Da
 	}
 	return st, nil
 }
-
-// InboxEntry is a contact waiting for an answer and when their text came.
-type InboxEntry = store.InboxEntry

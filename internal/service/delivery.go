@@ -73,7 +73,9 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 	case d.RecipientDeleted:
 		log.Info("delivery attempt", "outcome", "failed", "error_code", CodeRecipientGone)
 		return s.fail(ctx, brandID, messageID, CodeRecipientGone, "The recipient was deleted.")
-	case d.Consent != nil && !*d.Consent:
+	case d.Consent != nil && !*d.Consent && d.Message.AutoReply == "":
+		// A keyword's automatic answer goes whatever the consent: it is
+		// the confirmation of the opt-out (autoreply.go).
 		// D8: consent false at dispatch → failed, provider not called.
 		log.Info("delivery attempt", "outcome", "failed", "error_code", CodeUnsubscribed)
 		return s.fail(ctx, brandID, messageID, CodeUnsubscribed, "The recipient has opted out of messages.")
@@ -457,8 +459,9 @@ const (
 )
 
 // ReceiveInbound implements delivery.Sink: it stores the message (creating
-// the user when the number is new), applies opt-out and opt-in keywords,
-// and returns the reply.
+// the user when the number is new) and applies opt-out and opt-in
+// keywords. It returns no reply: a keyword's answer is queued as an
+// outbound message of the conversation (autoreply.go).
 func (s *Service) ReceiveInbound(ctx context.Context, in delivery.Inbound) (string, error) {
 	// A number or id no carrier sends (a control character, invalid UTF-8)
 	// is not matched against the database, where PostgreSQL would fail on it.
@@ -481,8 +484,10 @@ func (s *Service) ReceiveInbound(ctx context.Context, in delivery.Inbound) (stri
 		return "", nil
 	}
 	in.From = from
-	_, reply, err := s.receive(ctx, parley.Origin{}, brand, replies, in)
-	return reply, err
+	// A keyword's answer is a stored message the delivery worker sends
+	// (queueAutoReply), never the callback's answer: see autoreply.go.
+	_, _, err = s.receive(ctx, parley.Origin{}, brand, replies, in)
+	return "", err
 }
 
 // receive stores in, a message from the E.164 number in.From to brand,
@@ -531,21 +536,32 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 				return err
 			}
 		}
+		var kind string
 		switch {
 		case keyword(in.Body, stopWords):
-			reply = orDefault(replies.Stop, defaultStopReply, brand.Name)
-			if fresh {
-				return s.setConsent(ctx, tx, brand.ID, u.ID, false, parley.SourceKeyword, strings.ToUpper(strings.TrimSpace(in.Body)), m.ID)
-			}
+			kind, reply = AutoReplyStop, orDefault(replies.Stop, defaultStopReply, brand.Name)
 		case keyword(in.Body, startWords):
-			reply = orDefault(replies.Start, defaultStartReply, brand.Name)
-			if fresh {
-				return s.setConsent(ctx, tx, brand.ID, u.ID, true, parley.SourceKeyword, strings.ToUpper(strings.TrimSpace(in.Body)), m.ID)
-			}
+			kind, reply = AutoReplyStart, orDefault(replies.Start, defaultStartReply, brand.Name)
 		case keyword(in.Body, helpWords):
-			reply = orDefault(replies.Help, defaultHelpReply, brand.Name)
+			kind, reply = AutoReplyHelp, orDefault(replies.Help, defaultHelpReply, brand.Name)
 		}
-		return nil
+		if !fresh {
+			// A carrier's repeated callback: the text, its keyword and
+			// its answer were handled the first time.
+			return nil
+		}
+		if kind == AutoReplyStop || kind == AutoReplyStart {
+			if err := s.setConsent(ctx, tx, brand.ID, u.ID, kind == AutoReplyStart, parley.SourceKeyword, strings.ToUpper(strings.TrimSpace(in.Body)), m.ID); err != nil {
+				return err
+			}
+		}
+		if err := tx.TouchConversation(ctx, brand.ID, u.ID, m.DateCreated.Time, kind != ""); err != nil {
+			return err
+		}
+		if kind == "" {
+			return nil
+		}
+		return s.queueAutoReply(ctx, tx, brand.ID, u.ID, kind, reply)
 	})
 	if err != nil {
 		return nil, "", err

@@ -95,6 +95,9 @@ func applySettings(st *parley.BrandSettings, u parley.BrandSettingsUpdate) error
 		}
 		st.SendRate = r
 	}
+	if err := applyKeywordReplies(st, u.KeywordReplies); err != nil {
+		return err
+	}
 	if u.ExtractWhenOptedOut.Set {
 		if !u.ExtractWhenOptedOut.Valid {
 			return invalid("extract_when_opted_out", "must be true or false")

@@ -45,9 +45,6 @@ const (
 	// million contacts) instead of looking it up; UsersByEmail sorts.
 	qUsersByEmail = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE
 		AND lower(email_address) = ? LIMIT ?`
-	qInbox = `SELECT ` + userColumns + `, last_inbound_at FROM users
-		WHERE brand_id = ? AND is_deleted = FALSE AND last_inbound_at > COALESCE(last_outbound_at, 0)
-		ORDER BY last_inbound_at DESC LIMIT ?`
 	qCountContacts = `SELECT messaging_consent, count(*) FROM users
 		WHERE brand_id = ? AND is_deleted = FALSE GROUP BY messaging_consent`
 )
@@ -98,31 +95,6 @@ func (db *DB) UsersByNameRange(ctx context.Context, brandID int64, col, lo, hi, 
 		args = append(args, first)
 	}
 	return db.users(ctx, db.qUsersNameRange(col, first != ""), append(args, limit)...)
-}
-
-// InboxEntry is a contact waiting for an answer.
-type InboxEntry struct {
-	User *parley.User
-	// LastInbound is when their latest text came in.
-	LastInbound time.Time
-}
-
-// Inbox returns the brand's contacts whose latest inbound text came after
-// the latest reply sent to them, newest first (users_brand_unanswered,
-// whose predicate this WHERE repeats word for word).
-func (db *DB) Inbox(ctx context.Context, brandID int64, limit int) ([]InboxEntry, error) {
-	rows, err := db.query(ctx, qInbox, brandID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: inbox: %w", err)
-	}
-	return collect(rows, func(scan func(...any) error) (InboxEntry, error) {
-		var last int64
-		u, err := scanUserFrom(func(dest ...any) error { return scan(append(dest, &last)...) })
-		if err != nil {
-			return InboxEntry{}, err
-		}
-		return InboxEntry{User: u, LastInbound: fromMicros(last)}, nil
-	})
 }
 
 // ContactCounts are a brand's live contacts by consent.

@@ -35,7 +35,10 @@ func TestConsoleQueryPlans(t *testing.T) {
 		{"first name", db.qUsersNameRange("first_name", false), "users_brand_first_name", []any{1, "ad", "ae", 50}},
 		{"last name", db.qUsersNameRange("last_name", false), "users_brand_last_name", []any{1, "lo", "lp", 50}},
 		{"first and last", db.qUsersNameRange("last_name", true), "users_brand_last_name", []any{1, "lo", "lp", "ada", 50}},
-		{"inbox", qInbox, "users_brand_unanswered", []any{1, 100}},
+		// The inbox's views (issue #32): each a range of its index, in order.
+		{"inbox, all", qConversations(0, true), "conversations_brand_view", []any{1, "open", 5, 9, 51}},
+		{"inbox, mine", qConversations(3, false), "conversations_brand_assignee", []any{1, "open", 3, 51}},
+		{"inbox, unassigned", qConversations(-1, true), "conversations_brand_assignee", []any{1, "open", 5, 9, 51}},
 		{"contacts by consent", qCountContacts, "COVERING INDEX users_brand_consent", []any{1}},
 	} {
 		rows, err := db.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)

@@ -72,7 +72,7 @@ func (tx *Tx) HandOverMessages(ctx context.Context, brandID int64, ids []int64, 
 		// and the claim recorded the attempt. A read decides, and leaves
 		// the rows unwritten (a campaign's batch writes them twice already).
 		rows, err := tx.query(ctx, `SELECT id FROM messages WHERE +brand_id = ? AND id IN `+in+` AND status = 'queued'
-		AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = messages.user_id AND (u.is_deleted OR u.messaging_consent = FALSE))`,
+		AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = messages.user_id AND (u.is_deleted OR u.messaging_consent = FALSE AND messages.auto_reply IS NULL))`,
 			append([]any{brandID}, idArgs...)...)
 		if err != nil {
 			return nil, fmt.Errorf("store: hand over: %w", err)
@@ -86,7 +86,7 @@ func (tx *Tx) HandOverMessages(ctx context.Context, brandID int64, ids []int64, 
 	}
 	args = append(append(args, brandID), idArgs...)
 	q := `UPDATE messages SET ` + set + ` WHERE +brand_id = ? AND id IN ` + in + ` AND status = 'queued'
-	AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = messages.user_id AND (u.is_deleted OR u.messaging_consent = FALSE))`
+	AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = messages.user_id AND (u.is_deleted OR u.messaging_consent = FALSE AND messages.auto_reply IS NULL))`
 	if h.Cap != nil {
 		q += ` AND (SELECT count(*) FROM messages o WHERE o.brand_id = messages.brand_id AND o.user_id = messages.user_id
 		AND o.id <> messages.id AND o.direction = 'outbound' AND o.type = 'MARKETING'
@@ -108,7 +108,7 @@ func (db *DB) Deliverable(ctx context.Context, brandID, messageID int64) (bool, 
 	var n int
 	err := db.queryRow(ctx, `SELECT count(*) FROM messages m JOIN users u ON u.id = m.user_id
 	WHERE m.brand_id = ? AND m.id = ? AND m.status = 'queued' AND NOT u.is_deleted
-	AND (u.messaging_consent IS NULL OR u.messaging_consent)`, brandID, messageID).Scan(&n)
+	AND (u.messaging_consent IS NULL OR u.messaging_consent OR m.auto_reply IS NOT NULL)`, brandID, messageID).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("store: deliverable: %w", err)
 	}
@@ -134,7 +134,7 @@ func (tx *Tx) RefusedHandOvers(ctx context.Context, brandID int64, ids []int64) 
 		return out, nil
 	}
 	in, args := inList(ids)
-	rows, err := tx.query(ctx, `SELECT m.id, m.status, u.is_deleted, u.messaging_consent
+	rows, err := tx.query(ctx, `SELECT m.id, m.status, u.is_deleted, u.messaging_consent OR m.auto_reply IS NOT NULL
 	FROM messages m JOIN users u ON u.id = m.user_id WHERE +m.brand_id = ? AND m.id IN `+in, append([]any{brandID}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: refused hand-overs: %w", err)

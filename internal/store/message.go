@@ -66,7 +66,7 @@ func (tx *Tx) ExistingFiles(ctx context.Context, brandID int64, ids []string) (m
 }
 
 const messageColumns = `id, brand_id, user_id, direction, status, body, media_item_uuids, type,
-	error_code, error_message, date_created, date_sent, date_delivered, campaign_id, scheduled_at, body_truncated`
+	error_code, error_message, date_created, date_sent, date_delivered, campaign_id, scheduled_at, body_truncated, auto_reply`
 
 const qInsertMessage = `INSERT INTO messages (brand_id, user_id, direction, status, body,
 	media_item_uuids, type, error_code, error_message, date_created, date_sent, date_delivered)
@@ -195,13 +195,15 @@ func scanMessage(scan func(...any) error) (*parley.Message, error) {
 	var errCode, errMsg sql.NullString
 	var created int64
 	var sent, delivered, campaign, scheduled sql.NullInt64
+	var autoReply sql.NullString
 	if err := scan(&m.ID, &m.BrandID, &m.UserID, &m.Direction, &m.Status, &m.Body, &media, &m.Type,
-		&errCode, &errMsg, &created, &sent, &delivered, &campaign, &scheduled, &m.BodyTruncated); err != nil {
+		&errCode, &errMsg, &created, &sent, &delivered, &campaign, &scheduled, &m.BodyTruncated, &autoReply); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("store: scan message: %w", err)
 	}
+	m.AutoReply = autoReply.String
 	if err := json.Unmarshal([]byte(media), &m.MediaItemUUIDs); err != nil {
 		return nil, fmt.Errorf("store: message %d media: %w", m.ID, err)
 	}

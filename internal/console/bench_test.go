@@ -167,6 +167,8 @@ func benchSegments(b *testing.B, e *apitest.Env, brandID int64) string {
 		last = seg.ID
 	}
 	return fmt.Sprintf("/console/segments/%d", last)
+}
+
 // inboxPage2 is the link to the inbox's second page, read from the first.
 func inboxPage2(b *testing.B, h http.Handler, token string) string {
 	req := httptest.NewRequest("GET", "/console/inbox", nil)

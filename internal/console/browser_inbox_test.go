@@ -1,11 +1,9 @@
 package console_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/chromedp/chromedp"
 
 	"github.com/parleyhq/parley"
 )
@@ -77,26 +75,5 @@ func TestBrowserInbox(t *testing.T) {
 			b.WaitText("Ann Buyer")
 			b.checkPage()
 		})
-	}
-}
-
-// shot saves a screenshot when PARLEY_SHOTS names a directory.
-func (b *browser) shot(name string, phone bool) {
-	dir := os.Getenv("PARLEY_SHOTS")
-	if dir == "" {
-		return
-	}
-	ctx, cancel := b.step()
-	defer cancel()
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	w := "1280"
-	if phone {
-		w = "390"
-	}
-	if err := os.WriteFile(dir+"/"+name+"-"+w+".png", buf, 0o644); err != nil {
-		b.t.Fatal(err)
 	}
 }

@@ -14,6 +14,10 @@ import (
 // The console's contacts list (issue #32): a filtered, sorted list a page
 // at a time (store.ContactList tells which index serves what).
 
+// ContactWindow is how many contacts a page of a filter no index serves
+// looks through (a segment, a custom field).
+const ContactWindow = store.ContactWindow
+
 // ContactListPage is one page of the contacts list and the cursors of the
 // pages around it ("" when there is none).
 type ContactListPage struct {

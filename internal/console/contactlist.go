@@ -101,7 +101,7 @@ func (d contactsData) ExportLink() string {
 
 // WindowSize is how many contacts a page of a filter no index serves
 // looks through.
-func (contactsData) WindowSize() string { return count(service.ContactWindow) }
+func (contactsData) WindowSize() string { return count(int64(service.ContactWindow())) }
 
 // Filtered reports whether a filter is set.
 func (d contactsData) Filtered() bool { return !d.Filter.IsZero() }

@@ -16,7 +16,15 @@ import (
 
 // ContactWindow is how many contacts a page of a filter no index serves
 // looks through (a segment, a custom field).
-const ContactWindow = store.ContactWindow
+func ContactWindow() int { return store.ContactWindow }
+
+// SetContactWindow sets ContactWindow, for tests that page through a
+// window without a brand of thousands; it returns how to put it back.
+func SetContactWindow(n int) (undo func()) {
+	old := store.ContactWindow
+	store.ContactWindow = n
+	return func() { store.ContactWindow = old }
+}
 
 // ContactListPage is one page of the contacts list and the cursors of the
 // pages around it ("" when there is none).

@@ -456,10 +456,12 @@ func addContact(c *Ctx) error {
 	in := c.readForm(d)
 	errs := c.Service.UserFieldErrors(c, c.BrandID(), in)
 	e164 := service.NationalNumber(d.Phone, d.Country)
+	fieldErrors(d, errs)
 	if d.Phone == "" {
 		d.Errors["phone"] = "Enter the contact's phone number."
+	} else if c.Service.CheckPhone(e164) != nil {
+		fieldErrors(d, []*parley.Error{{Field: "phone_number"}})
 	}
-	fieldErrors(d, errs)
 	if len(d.Errors) > 0 {
 		return c.refused(d)
 	}

@@ -80,3 +80,10 @@ func NationalNumber(raw, country string) string {
 	}
 	return phonenumbers.Format(n, phonenumbers.E164)
 }
+
+// CheckPhone reports whether raw (E.164 after NationalNumber) is a number
+// CreateUser takes (D5), so a form can say so with its other refusals.
+func (s *Service) CheckPhone(raw string) error {
+	_, err := s.normalizePhone(raw)
+	return err
+}

@@ -168,8 +168,10 @@ func (c *Ctx) filterRefused(d contactsData, err error) error {
 }
 
 // contactTotal says in words how many contacts f selects, within the page
-// budget: the dashboard's counts (at most a minute old) with no filter or
-// consent alone, else store.ContactCount's.
+// budget: counted exactly up to store's cap of 10,000 by index; past it,
+// with no filter or consent alone, the dashboard's figures (at most a
+// minute old: "about"), else "more than 10,000"; a segment or custom field
+// among the newest contacts of a window.
 func (c *Ctx) contactTotal(f parley.ContactFilter) (string, error) {
 	plural := func(n int64) string {
 		if n == 1 {
@@ -177,25 +179,40 @@ func (c *Ctx) contactTotal(f parley.ContactFilter) (string, error) {
 		}
 		return count(n) + " contacts"
 	}
+	n, err := c.Service.CountContactList(c, c.BrandID(), f)
+	if err != nil {
+		return "", err
+	}
 	if f.StateCode == "" && f.SegmentID == 0 && f.Field == "" {
-		st, err := c.console.Dashboard.Stats(c, c.BrandID())
-		if err != nil {
-			return "", err
+		about := ""
+		if n.Capped {
+			st, err := c.console.Dashboard.Stats(c, c.BrandID())
+			if err != nil {
+				return "", err
+			}
+			about = "About "
+			switch f.Consent {
+			case parley.ConsentIn:
+				n.N = st.OptedIn
+			case parley.ConsentOut:
+				n.N = st.OptedOut
+			case parley.ConsentNone:
+				n.N = st.Contacts - st.OptedIn - st.OptedOut
+			default:
+				n.N = st.Contacts
+			}
 		}
 		switch f.Consent {
 		case parley.ConsentIn:
-			return plural(st.OptedIn) + " opted in", nil
+			return about + plural(n.N) + " opted in", nil
 		case parley.ConsentOut:
-			return plural(st.OptedOut) + " opted out", nil
+			return about + plural(n.N) + " opted out", nil
 		case parley.ConsentNone:
-			return plural(st.Contacts-st.OptedIn-st.OptedOut) + " who never gave consent", nil
+			return about + plural(n.N) + " who never gave consent", nil
 		}
-		return plural(st.Contacts) + " in all", nil
+		return about + plural(n.N) + " in all", nil
 	}
-	n, err := c.Service.CountContactList(c, c.BrandID(), f)
 	switch {
-	case err != nil:
-		return "", err
 	case n.Capped:
 		return "More than " + plural(n.N) + " match", nil
 	case n.Window > 0:

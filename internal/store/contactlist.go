@@ -26,7 +26,7 @@ import (
 
 // ContactWindow is how many contacts, in the page's order, a page whose
 // filter no index serves looks through (a variable for tests only).
-var ContactWindow = 5000
+var ContactWindow = 1000
 
 // ContactQuery is one page of the contacts list.
 type ContactQuery struct {

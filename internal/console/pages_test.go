@@ -57,6 +57,11 @@ func TestPageAccessRules(t *testing.T) {
 		{"/console/contacts?q=ada", false, false},
 		{cu, false, true},
 		{cu + "/conversation", false, true},
+		{cu + "/edit", false, true},             // issue #32
+		{cu + "/delete", false, true},           // the confirmation; the deletion is a POST
+		{"/console/contacts/new", false, false}, // issue #32
+		{"/console/contacts/export", true, false},
+		{"/console/contacts?consent=in&sort=name", false, false},
 		{"/console/inbox", false, false},
 		{"/console/password", false, false},
 		{"/console/test-admin", true, false},

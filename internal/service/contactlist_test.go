@@ -126,12 +126,16 @@ func TestContactListPaging(t *testing.T) {
 		{"tier gold, any case", parley.ContactFilter{Field: "tier", Value: "gold"}, func(c listContact) bool { return c.tier == "Gold" }},
 		{"tier set", parley.ContactFilter{Field: "tier"}, func(c listContact) bool { return c.tier != "" }},
 		{"segment, tier, opted out", parley.ContactFilter{SegmentID: seg.ID, Field: "tier", Value: "Silver", Consent: parley.ConsentOut},
-			func(c listContact) bool { return c.state == "CA" && c.tier == "Silver" && consentIs(parley.ConsentOut)(c) }},
+			func(c listContact) bool {
+				return c.state == "CA" && c.tier == "Silver" && consentIs(parley.ConsentOut)(c)
+			}},
 	}
 	sorts := map[string]func(a, b listContact) int{
-		parley.SortNewest:   func(a, b listContact) int { return cmp.Compare(b.id, a.id) },
-		parley.SortOldest:   func(a, b listContact) int { return cmp.Compare(a.id, b.id) },
-		parley.SortName:     func(a, b listContact) int { return cmp.Or(strings.Compare(nameKey(a), nameKey(b)), cmp.Compare(a.id, b.id)) },
+		parley.SortNewest: func(a, b listContact) int { return cmp.Compare(b.id, a.id) },
+		parley.SortOldest: func(a, b listContact) int { return cmp.Compare(a.id, b.id) },
+		parley.SortName: func(a, b listContact) int {
+			return cmp.Or(strings.Compare(nameKey(a), nameKey(b)), cmp.Compare(a.id, b.id))
+		},
 		parley.SortActivity: func(a, b listContact) int { return cmp.Compare(b.id, a.id) }, // no texts yet: newest first
 	}
 	for _, f := range filters {

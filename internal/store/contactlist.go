@@ -117,7 +117,10 @@ func (db *DB) orderSQL(sort, p string, back bool, k *ContactKey) (orderBy, after
 	if sort == parley.SortActivity {
 		kv = k.Activity
 	}
-	return orderBy, " AND (" + key + cmp + "? OR (" + key + " = ? AND " + p + "id" + cmp + "?))", []any{kv, kv, k.ID}
+	// key >= k is a range of the index (SQLite reads neither an OR nor a
+	// row value on an indexed expression as one); the rest drops the
+	// cursor's own key's rows up to its id.
+	return orderBy, " AND " + key + cmp[:2] + "= ? AND (" + key + cmp + "? OR " + p + "id" + cmp + "?)", []any{kv, kv, k.ID}
 }
 
 // indexFilter is the consent and state condition on the alias p.
@@ -158,26 +161,9 @@ func (db *DB) ContactList(ctx context.Context, brandID int64, q ContactQuery) (*
 	if q.Limit < 1 {
 		return nil, fmt.Errorf("store: contact list: limit %d", q.Limit)
 	}
-	cols := prefixed("u.", userColumns) + ", " + db.keyColumn(q.Sort, "u.")
-	idx, idxArgs := indexFilter(&q, "u.")
-	var text string
-	var args []any
-	if !q.windowed() {
-		orderBy, after, afterArgs := db.orderSQL(q.Sort, "u.", q.Back, q.After)
-		text = `SELECT ` + cols + ` FROM users u WHERE u.brand_id = ? AND u.is_deleted = FALSE` + idx + after +
-			` ORDER BY ` + orderBy + ` LIMIT ?`
-		args = append(append(append([]any{brandID}, idxArgs...), afterArgs...), q.Limit+1)
-	} else {
-		where, wargs, err := db.audienceFilter(ctx, db, brandID, q.Audience, db.Now())
-		if err != nil {
-			return nil, err
-		}
-		innerOrder, after, afterArgs := db.orderSQL(q.Sort, "", q.Back, q.After)
-		outerOrder, _, _ := db.orderSQL(q.Sort, "u.", q.Back, nil)
-		text = `SELECT ` + cols + ` FROM (SELECT * FROM users WHERE brand_id = ? AND is_deleted = FALSE` + after +
-			` ORDER BY ` + innerOrder + ` LIMIT ` + strconv.Itoa(ContactWindow) + `) u WHERE ` + where + idx +
-			` ORDER BY ` + outerOrder + ` LIMIT ?`
-		args = append(append(append(append([]any{brandID}, afterArgs...), wargs...), idxArgs...), q.Limit+1)
+	text, args, err := db.contactListSQL(ctx, brandID, &q)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := db.query(ctx, text, args...)
 	if err != nil {
@@ -220,6 +206,34 @@ func (db *DB) ContactList(ctx context.Context, brandID int64, q ContactQuery) (*
 		slices.Reverse(page.Keys)
 	}
 	return page, nil
+}
+
+// contactListSQL is ContactList's query (console_plan_test.go checks the
+// index each takes).
+func (db *DB) contactListSQL(ctx context.Context, brandID int64, qp *ContactQuery) (string, []any, error) {
+	q := *qp
+	cols := prefixed("u.", userColumns) + ", " + db.keyColumn(q.Sort, "u.")
+	idx, idxArgs := indexFilter(&q, "u.")
+	var text string
+	var args []any
+	if !q.windowed() {
+		orderBy, after, afterArgs := db.orderSQL(q.Sort, "u.", q.Back, q.After)
+		text = `SELECT ` + cols + ` FROM users u WHERE u.brand_id = ? AND u.is_deleted = FALSE` + idx + after +
+			` ORDER BY ` + orderBy + ` LIMIT ?`
+		args = append(append(append([]any{brandID}, idxArgs...), afterArgs...), q.Limit+1)
+	} else {
+		where, wargs, err := db.audienceFilter(ctx, db, brandID, q.Audience, db.Now())
+		if err != nil {
+			return "", nil, err
+		}
+		innerOrder, after, afterArgs := db.orderSQL(q.Sort, "", q.Back, q.After)
+		outerOrder, _, _ := db.orderSQL(q.Sort, "u.", q.Back, nil)
+		text = `SELECT ` + cols + ` FROM (SELECT * FROM users WHERE brand_id = ? AND is_deleted = FALSE` + after +
+			` ORDER BY ` + innerOrder + ` LIMIT ` + strconv.Itoa(ContactWindow) + `) u WHERE ` + where + idx +
+			` ORDER BY ` + outerOrder + ` LIMIT ?`
+		args = append(append(append(append([]any{brandID}, afterArgs...), wargs...), idxArgs...), q.Limit+1)
+	}
+	return text, args, nil
 }
 
 // windowEnd is the last contact of a full window after q.After, nil when

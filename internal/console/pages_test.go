@@ -304,7 +304,7 @@ func TestContactPage(t *testing.T) {
 	p := w.get(fmt.Sprintf("/console/contacts/%d", sf.ID))
 	for _, want := range []string{"<h1>Sam</h1>", "+16175550100", "opted in", "<td>tier</td><td>gold</td>",
 		"San Francisco", "Wed 10:32 PST</b> (America/Los_Angeles)", // the ZIP's zone, not the 617 area code's
-		"<td>messaging_consent</td><td>null</td><td>true</td><td>api</td>", "<td>custom_data.tier</td>"} {
+		"<td>Consent</td><td>(none)</td><td>opted in</td><td>API</td>", "<td>tier</td><td>(none)</td><td>gold</td>"} { // history in words (issue #32)
 		if !strings.Contains(p.Body, want) {
 			t.Errorf("contact page lacks %q", want)
 		}

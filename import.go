@@ -129,4 +129,6 @@ type ExportFilter struct {
 	// SegmentID keeps the members of one segment. Not supported yet:
 	// segments do not select contacts in this version (EValidation).
 	SegmentID int64
+	// Contacts keeps the contacts a console list filter selects.
+	Contacts ContactFilter
 }

@@ -61,7 +61,8 @@ func BenchmarkConsolePages(b *testing.B) {
 	}
 	contact := fmt.Sprintf("/console/contacts/%d", seed.ContactID)
 	field := benchFields(b, e, seed.BrandID)
-	segment := benchSegments(b, e, seed.BrandID)
+	builderPage := benchSegments(b, e, seed.BrandID)
+	segment := benchContactFilters(b, e, seed.BrandID)
 	for _, p := range []struct{ name, path string }{
 		{"dashboard", "/console/"},
 		{"contacts", "/console/contacts"},
@@ -84,7 +85,23 @@ func BenchmarkConsolePages(b *testing.B) {
 		{"fields", "/console/fields"}, // 40 fields, half auto-collected (#19)
 		{"field", field},
 		{"segments", "/console/segments"}, // 20 segments as sentences; counts load after the page (issue #32)
-		{"segment", segment},
+		{"segment", builderPage},
+		// The contacts list's filters and sorts (issue #32; docs/performance.md
+		// names the index of each). Every seeded contact's tier is "gold":
+		// "silver" matches none, the worst case of a filter no index serves.
+		{"list-opted-out", "/console/contacts?consent=out"},
+		{"list-no-consent", "/console/contacts?consent=none"},
+		{"list-state", "/console/contacts?state=CA"},
+		{"list-state-none", "/console/contacts?state=NY"},
+		{"list-oldest", "/console/contacts?sort=oldest"},
+		{"list-name", "/console/contacts?sort=name"},
+		{"list-activity", "/console/contacts?sort=activity"},
+		{"list-name-opted-out", "/console/contacts?sort=name&consent=out"},
+		{"list-segment", "/console/contacts?segment=" + segment},
+		{"list-field", "/console/contacts?field=tier&value=gold"},
+		{"list-field-none", "/console/contacts?field=tier&value=silver&sort=activity"},
+		{"search-email-prefix", "/console/contacts?q=c50000"},
+		{"contact-edit", contact + "/edit"},
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			get(b, p.path) // warm: statements prepared, pages cached by the OS
@@ -122,6 +139,26 @@ func reportPercentiles(b *testing.B, ds []time.Duration) {
 	}
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.95), "p95-ms")
+}
+
+// benchContactFilters gives the brand the Tier field the seed's custom
+// data holds and a segment (California, opted in), and returns its id.
+func benchContactFilters(b *testing.B, e *apitest.Env, brandID int64) string {
+	if err := e.App.Service.CreateCustomField(e.Ctx, &parley.CustomField{BrandID: brandID, FieldName: "Tier",
+		CustomDataType: parley.CustomString}); err != nil {
+		b.Fatal(err)
+	}
+	ca, yes := "CA", true
+	seg, err := e.App.Service.CreateSegment(e.Ctx, parley.Origin{}, brandID, &parley.Segment{Name: "California opted in",
+		Type: parley.SegmentStandard, Criteria: parley.Criteria{
+			{Attribute: parley.SegmentAttribute{DimensionType: parley.DimensionContact, FieldName: "state_code", FieldType: parley.CustomString},
+				OperatorType: parley.OpEquals, StrFieldValue: &ca},
+			{Attribute: parley.SegmentAttribute{DimensionType: parley.DimensionContact, FieldName: "messaging_consent", FieldType: parley.CustomBoolean},
+				OperatorType: parley.OpEquals, BoolFieldValue: &yes}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return strconv.FormatInt(seg.ID, 10)
 }
 
 // benchFields gives the brand 40 custom data fields, half of them

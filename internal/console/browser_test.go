@@ -352,9 +352,9 @@ func TestBrowserReplyDelivered(t *testing.T) {
 	b.WaitText("Your order has shipped.")
 	b.checkPage()
 	e.waitStatus(t, e.mustFindUser(t, "+14155550123").ID, parley.StatusSent)
-	b.WaitText("sent") // the page shows it: queued, then sent
+	b.WaitText("· Sent") // the page shows it in words: waiting to send, then sent (issue #32)
 	e.Advance(2 * time.Second)
-	b.WaitText("delivered")
+	b.WaitText("· Delivered")
 	if !strings.Contains(b.Location(), "/console/contacts/") {
 		t.Errorf("the page was left: %s", b.Location())
 	}

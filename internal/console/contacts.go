@@ -20,14 +20,7 @@ func init() {
 	Register(Page{
 		Path: "contacts", Title: "Contacts", Nav: "Contacts", Order: 10,
 		Template: "contacts.html",
-		Get: func(c *Ctx) error {
-			q := c.R.URL.Query().Get("q")
-			users, err := c.Service.SearchContacts(c, c.BrandID(), q)
-			if err != nil {
-				return err
-			}
-			return c.Render(contactList{Query: q, Users: users})
-		},
+		Get:      contactsPage,
 	})
 	Register(Page{
 		Path: "contacts/{id}", Title: "Contact",
@@ -54,11 +47,6 @@ func init() {
 	})
 }
 
-type contactList struct {
-	Query string
-	Users []*parley.User
-}
-
 // contact reads the contact of the path's {id}, of the operator's brand:
 // another brand's id, a deleted contact or a malformed id are 404.
 func (c *Ctx) contact() (*parley.User, error) {
@@ -83,6 +71,8 @@ type contactView struct {
 	MoreHistory  bool
 	Conversation conversation
 	Reply        string
+	// OptedOut: no text can reach them (D8), so the reply box says so.
+	OptedOut bool
 }
 
 type keyValue struct{ Key, Value string }
@@ -119,7 +109,7 @@ func (c *Ctx) renderContact(status int, v *contactView, errMsg string) error {
 }
 
 func (c *Ctx) contactView(u *parley.User) (*contactView, error) {
-	v := &contactView{User: u}
+	v := &contactView{User: u, OptedOut: u.MessagingConsent != nil && !*u.MessagingConsent}
 	var data map[string]any
 	if len(u.CustomData) > 0 && json.Unmarshal(u.CustomData, &data) == nil {
 		for _, k := range slices.Sorted(maps.Keys(data)) {

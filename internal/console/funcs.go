@@ -33,6 +33,8 @@ var funcs = template.FuncMap{
 		}
 		return *s
 	},
+	// key is a custom field's key in custom_data (D6).
+	"key": parley.CustomDataKey,
 	// name is a contact's name, or their number.
 	"name": displayName,
 	// consent reads messaging_consent for people.

@@ -58,6 +58,11 @@ func TestPageAccessRules(t *testing.T) {
 		{"/console/contacts?q=ada", false, false},
 		{cu, false, true},
 		{cu + "/conversation", false, true},
+		{cu + "/edit", false, true},             // issue #32
+		{cu + "/delete", false, true},           // the confirmation; the deletion is a POST
+		{"/console/contacts/new", false, false}, // issue #32
+		{"/console/contacts/export", true, false},
+		{"/console/contacts?consent=in&sort=name", false, false},
 		{"/console/inbox", false, false},
 		{"/console/password", false, false},
 		{"/console/test-admin", true, false},
@@ -333,7 +338,7 @@ func TestContactPage(t *testing.T) {
 	p := w.get(fmt.Sprintf("/console/contacts/%d", sf.ID))
 	for _, want := range []string{"<h1>Sam</h1>", "+16175550100", "opted in", "<td>tier</td><td>gold</td>",
 		"San Francisco", "Wed 10:32 PST</b> (America/Los_Angeles)", // the ZIP's zone, not the 617 area code's
-		"<td>messaging_consent</td><td>null</td><td>true</td><td>api</td>", "<td>custom_data.tier</td>"} {
+		"<td>Consent</td><td>(none)</td><td>opted in</td><td>API</td>", "<td>tier</td><td>(none)</td><td>gold</td>"} { // history in words (issue #32)
 		if !strings.Contains(p.Body, want) {
 			t.Errorf("contact page lacks %q", want)
 		}

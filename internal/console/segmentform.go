@@ -375,7 +375,7 @@ func menuIndex(f segField, v string) int {
 	switch f.Kind {
 	case kindState:
 		code, _ := stateCode(v)
-		if i := slices.IndexFunc(usStates, func(st [2]string) bool { return st[0] == code }); i >= 0 {
+		if i := slices.IndexFunc(usStates, func(st usState) bool { return st.Code == code }); i >= 0 {
 			return i
 		}
 		return len(usStates)

@@ -257,7 +257,7 @@ func (fs fieldSet) view(r criterionRow, self int64) rowView {
 		menu = []choice{{Value: "true", Label: "yes"}, {Value: "false", Label: "no"}}
 	case kindState:
 		for _, st := range usStates {
-			menu = append(menu, choice{Value: st[0], Label: st[1] + " (" + st[0] + ")"})
+			menu = append(menu, choice{Value: st.Code, Label: st.Name + " (" + st.Code + ")"})
 		}
 	case kindEnum, kindList:
 		for _, e := range f.Enum {

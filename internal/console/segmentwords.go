@@ -170,29 +170,13 @@ func opFits(f segField, op string) bool {
 	return slices.ContainsFunc(kindOps[f.Kind], func(w opWord) bool { return w.Value == op })
 }
 
-// usStates are the states (and DC) by USPS code, as location.state_code
-// holds them (internal/geo).
-var usStates = [][2]string{
-	{"AL", "Alabama"}, {"AK", "Alaska"}, {"AZ", "Arizona"}, {"AR", "Arkansas"}, {"CA", "California"},
-	{"CO", "Colorado"}, {"CT", "Connecticut"}, {"DE", "Delaware"}, {"DC", "District of Columbia"},
-	{"FL", "Florida"}, {"GA", "Georgia"}, {"HI", "Hawaii"}, {"ID", "Idaho"}, {"IL", "Illinois"},
-	{"IN", "Indiana"}, {"IA", "Iowa"}, {"KS", "Kansas"}, {"KY", "Kentucky"}, {"LA", "Louisiana"},
-	{"ME", "Maine"}, {"MD", "Maryland"}, {"MA", "Massachusetts"}, {"MI", "Michigan"}, {"MN", "Minnesota"},
-	{"MS", "Mississippi"}, {"MO", "Missouri"}, {"MT", "Montana"}, {"NE", "Nebraska"}, {"NV", "Nevada"},
-	{"NH", "New Hampshire"}, {"NJ", "New Jersey"}, {"NM", "New Mexico"}, {"NY", "New York"},
-	{"NC", "North Carolina"}, {"ND", "North Dakota"}, {"OH", "Ohio"}, {"OK", "Oklahoma"}, {"OR", "Oregon"},
-	{"PA", "Pennsylvania"}, {"RI", "Rhode Island"}, {"SC", "South Carolina"}, {"SD", "South Dakota"},
-	{"TN", "Tennessee"}, {"TX", "Texas"}, {"UT", "Utah"}, {"VT", "Vermont"}, {"VA", "Virginia"},
-	{"WA", "Washington"}, {"WV", "West Virginia"}, {"WI", "Wisconsin"}, {"WY", "Wyoming"},
-}
-
 // stateCode reads a state given by code or name, in any case ("ny", "New
 // York"), as its code; ok is false for none.
 func stateCode(s string) (string, bool) {
 	s = strings.TrimSpace(s)
 	for _, st := range usStates {
-		if strings.EqualFold(s, st[0]) || strings.EqualFold(s, st[1]) {
-			return st[0], true
+		if strings.EqualFold(s, st.Code) || strings.EqualFold(s, st.Name) {
+			return st.Code, true
 		}
 	}
 	return "", false
@@ -201,8 +185,8 @@ func stateCode(s string) (string, bool) {
 // stateName names a state code ("NY" → "New York"); an unknown code as is.
 func stateName(code string) string {
 	for _, st := range usStates {
-		if strings.EqualFold(code, st[0]) {
-			return st[1]
+		if strings.EqualFold(code, st.Code) {
+			return st.Name
 		}
 	}
 	return code

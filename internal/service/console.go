@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,12 +20,13 @@ const SearchLimit = 50
 
 // SearchContacts finds the brand's contacts by phone, email or name, each
 // through an index (migration 00015):
-//   - an email (it holds "@"): the contacts with that email, in any case;
+//   - an email or its beginning (it holds "@"), in any case;
 //   - digits (with + ( ) - . and spaces): a number, whole or its
 //     beginning, with its country code or, without a "+", a North
 //     American one ("+1 415 555", "(415) 555-0123", "1617");
-//   - words: a name: one word is the beginning of a first or last name,
-//     two or more are a first name and the beginning of the last.
+//   - words: a name: one word is the beginning of a first or last name
+//     or of an email ("jane.d" finds jane.doe@example.com), two or more are
+//     a first name and the beginning of the last.
 //
 // An empty query gives the newest contacts.
 func (s *Service) SearchContacts(ctx context.Context, brandID int64, q string) ([]*parley.User, error) {
@@ -39,7 +41,8 @@ func (s *Service) SearchContacts(ctx context.Context, brandID int64, q string) (
 	case q == "":
 		return s.db.RecentUsers(ctx, brandID, SearchLimit)
 	case strings.Contains(q, "@"):
-		return s.db.UsersByEmail(ctx, brandID, strings.ToLower(q), SearchLimit)
+		lo := strings.ToLower(q)
+		return s.db.UsersByEmailRange(ctx, brandID, lo, prefixEnd(lo), SearchLimit)
 	case isPhoneQuery(q):
 		if e164, ok := phone.Normalize(q, s.PhoneMode); ok {
 			return s.db.UsersByPhoneRange(ctx, brandID, e164, prefixEnd(e164), SearchLimit)
@@ -69,9 +72,13 @@ func (s *Service) SearchContacts(ctx context.Context, brandID int64, q string) (
 		if err != nil {
 			return nil, err
 		}
+		byEmail, err := s.db.UsersByEmailRange(ctx, brandID, w, prefixEnd(w), SearchLimit)
+		if err != nil {
+			return nil, err
+		}
 		seen := map[int64]bool{}
 		out := make([]*parley.User, 0, SearchLimit)
-		for _, u := range append(byFirst, byLast...) {
+		for _, u := range slices.Concat(byFirst, byLast, byEmail) {
 			if !seen[u.ID] && len(out) < SearchLimit {
 				seen[u.ID] = true
 				out = append(out, u)

@@ -31,6 +31,12 @@ func (im *Importer) ExportUsers(ctx context.Context, brandID int64, w io.Writer,
 			return im.s.audienceErr(f.SegmentID, im.s.db.EachAudienceUser(ctx, brandID, a, fn))
 		}
 	}
+	if !f.Contacts.IsZero() { // a console list's filter (issue #32)
+		if _, err := im.s.contactQuery(ctx, brandID, f.Contacts, parley.SortOldest); err != nil {
+			return 0, err // refused before anything is written
+		}
+		each = func(fn func(*parley.User) error) error { return im.s.EachContact(ctx, brandID, f.Contacts, fn) }
+	}
 	fields, err := im.s.db.ListCustomFields(ctx, brandID)
 	if err != nil {
 		return 0, err

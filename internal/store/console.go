@@ -83,6 +83,23 @@ func (db *DB) UsersByEmail(ctx context.Context, brandID int64, email string, lim
 	return us, err
 }
 
+// UsersByEmailRange returns contacts whose lower-cased email is in
+// [lo, hi), in email order: the search by an email's beginning
+// (users_brand_email; on PostgreSQL users_brand_email_c, in bytes).
+func (db *DB) UsersByEmailRange(ctx context.Context, brandID int64, lo, hi string, limit int) ([]*parley.User, error) {
+	expr := "lower(email_address)"
+	if db.engine == "postgres" {
+		expr = `(lower(email_address) COLLATE "C")`
+	}
+	q := `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE AND ` + expr + ` >= ?`
+	args := []any{brandID, lo}
+	if hi != "" {
+		q += ` AND ` + expr + ` < ?`
+		args = append(args, hi)
+	}
+	return db.users(ctx, q+` ORDER BY `+expr+` LIMIT ?`, append(args, limit)...)
+}
+
 // UsersByNameRange returns contacts whose lower-cased first or last name
 // (col "first_name" or "last_name") is in [lo, hi), in name order; first,
 // when not "", must also be the lower-cased first name.

@@ -459,8 +459,17 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 		// text.
 		clear(bodies)
 		if !render.static() {
+			users := make([]int64, len(recipients))
+			for i, r := range recipients {
+				users[i] = r.UserID
+			}
+			contacts, err := tx.RecipientContacts(ctx, brandID, users)
+			if err != nil {
+				return err
+			}
 			for _, r := range recipients {
-				bodies[r.MessageID] = render.render(c.Body, Contact{r.FirstName, r.LastName, r.CustomData})
+				rc := contacts[r.UserID]
+				bodies[r.MessageID] = render.render(c.Body, Contact{rc.FirstName, rc.LastName, rc.CustomData})
 			}
 			if err := tx.SetMessageBodies(ctx, brandID, bodies); err != nil {
 				return err

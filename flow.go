@@ -2,6 +2,7 @@ package parley
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 )
@@ -192,6 +193,14 @@ type FlowUpdate FlowCreate
 // cannot.
 type RawMember json.RawMessage
 
+// MarshalJSON implements json.Marshaler: the member as kept.
+func (r RawMember) MarshalJSON() ([]byte, error) {
+	if len(r) == 0 {
+		return []byte("null"), nil
+	}
+	return r, nil
+}
+
 // UnmarshalJSON implements json.Unmarshaler.
 func (r *RawMember) UnmarshalJSON(data []byte) error {
 	*r = append((*r)[:0], data...)
@@ -226,4 +235,44 @@ func StepPath(i int, member string) string {
 		p += "." + member
 	}
 	return p
+}
+
+// FlowFilter selects a page of flows, newest first.
+type FlowFilter struct {
+	Limit  int
+	Cursor string
+}
+
+// RunFilter selects a page of a flow's runs by id (GET /flows/{id}/runs).
+type RunFilter struct {
+	UserID int64  // 0: every contact
+	Status string // "": every status
+	Limit  int
+	Cursor string
+}
+
+// UserEvent is an event of a contact (POST /events, D21).
+type UserEvent struct {
+	ID         int64           `json:"id"`
+	UserID     int64           `json:"user_id"`
+	Name       string          `json:"name"`
+	Properties json.RawMessage `json:"properties"`
+	OccurredAt Time            `json:"occurred_at"`
+}
+
+// FlowService manages a brand's flows and takes its contacts' events
+// (D21). Lookups of an id of none or another brand's return EFlowNotFound;
+// bad input returns EValidation naming the member (steps[2].body).
+type FlowService interface {
+	CreateFlow(ctx context.Context, o Origin, brandID int64, in FlowCreate) (*Flow, error)
+	FindFlow(ctx context.Context, brandID, id int64) (*Flow, error)
+	ListFlows(ctx context.Context, brandID int64, f FlowFilter) ([]*Flow, string, error)
+	UpdateFlow(ctx context.Context, o Origin, brandID, id int64, in FlowUpdate) (*Flow, error)
+	// DeleteFlow deletes the flow, ends its active runs canceled, and
+	// returns it as it was last.
+	DeleteFlow(ctx context.Context, o Origin, brandID, id int64) (*Flow, error)
+	ListRuns(ctx context.Context, brandID, flowID int64, f RunFilter) ([]*FlowRun, string, error)
+	// RecordEvent stores the event and enters the contact into the flows
+	// it triggers.
+	RecordEvent(ctx context.Context, o Origin, brandID int64, in EventCreate) (*UserEvent, error)
 }

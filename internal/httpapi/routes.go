@@ -70,6 +70,14 @@ func (s *Server) routeTable() []route {
 		{"GET", v1 + "/campaigns/{campaign_id}", s.authed(noBody, s.getCampaign)},
 		{"POST", v1 + "/campaigns/{campaign_id}/cancel", s.authed(noBody, s.cancelCampaign)},
 
+		{"POST", v1 + "/flows", s.authed(jsonBody, s.createFlow)},
+		{"GET", v1 + "/flows", s.authed(noBody, s.listFlows)},
+		{"GET", v1 + "/flows/{flow_id}", s.authed(noBody, s.getFlow)},
+		{"POST", v1 + "/flows/{flow_id}", s.authed(jsonBody, s.updateFlow)},
+		{"DELETE", v1 + "/flows/{flow_id}", s.authed(noBody, s.deleteFlow)},
+		{"GET", v1 + "/flows/{flow_id}/runs", s.authed(noBody, s.listRuns)},
+		{"POST", v1 + "/events", s.authed(jsonBody, s.recordEvent)},
+
 		{"GET", v1 + "/custom_data", s.authed(noBody, s.listCustomFields)},
 		{"GET", v1 + "/brand", s.authed(noBody, s.getBrand)},
 	}

@@ -313,12 +313,13 @@ func decodeCondition(at string, raw parley.RawMember, sc flowScope) (*parley.Flo
 	return c, nil
 }
 
-// under moves a validation error's member below at: body → steps[2].body.
+// under moves an error's member below at, keeping its code: body →
+// steps[2].body.
 func under(at string, err error) error {
 	e, ok := err.(*parley.Error)
-	if !ok || e.Code != parley.EValidation || e.Field == "" {
+	if !ok || e.Field == "" {
 		return err
 	}
 	field := at + "." + e.Field
-	return invalid(field, strings.TrimPrefix(e.Message, e.Field+": "))
+	return parley.FieldError(e.Code, field, strings.TrimPrefix(e.Message, e.Field+": "))
 }

@@ -310,4 +310,5 @@ func checkEvent(in parley.EventCreate) (*parley.UserEvent, error) {
 	}
 	return ev, nil
 }
+
 var _ parley.FlowService = (*Service)(nil)

@@ -377,6 +377,7 @@ func (a *App) Start(ctx context.Context) error {
 		wg.Go(func() { a.Service.RunCampaignScheduler(ctx, cmp.Or(a.Config.CampaignPoll, 200*time.Millisecond)) })
 		// D21: each worker node runs the flow steps that are due.
 		wg.Go(func() { a.Service.RunFlows(ctx) })
+		wg.Go(func() { a.Service.RunFlowScans(ctx) })
 		if a.Sim != nil {
 			a.Sim.Run(ctx, a.Service)
 		}

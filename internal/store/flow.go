@@ -229,8 +229,12 @@ func (tx *Tx) UpdateFlow(ctx context.Context, f *parley.Flow, newSteps, activate
 	args := []any{f.Name, f.Trigger.Type, triggerKey(f.Trigger), string(trig), f.Version, f.Active, f.ReentrySeconds,
 		micros(tx.now)}
 	if activated {
-		q += `, activated_at = ?`
+		// The scans of segment and date triggers start again from now.
+		q += `, activated_at = ?, scanned_at = NULL`
 		args = append(args, micros(tx.now))
+		if _, err := tx.exec(ctx, `DELETE FROM flow_segment_members WHERE flow_id = ?`, f.ID); err != nil {
+			return fmt.Errorf("store: update flow: %w", err)
+		}
 	}
 	q += ` WHERE brand_id = ? AND id = ? AND deleted_at IS NULL`
 	args = append(args, f.BrandID, f.ID)

@@ -36,6 +36,10 @@ CREATE TABLE flows (
 	-- activated_at is when the flow last became active: the members of a
 	-- segment then do not enter (D21).
 	activated_at    BIGINT,
+	-- scanned_at is how far the scans of segment_entered and date
+	-- triggers got: NULL for a segment flow not yet scanned since it was
+	-- activated (its first scan only records the members).
+	scanned_at      BIGINT,
 	deleted_at      BIGINT,
 	date_created    BIGINT  NOT NULL,
 	date_updated    BIGINT  NOT NULL

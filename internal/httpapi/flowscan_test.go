@@ -93,7 +93,6 @@ func TestFlowSegmentEntered(t *testing.T) {
 	}
 }
 
-
 // TestFlowDateTrigger: a birthday flow enters the contact on the day, at
 // the trigger's time in the contact's zone (D21, D17), once.
 func TestFlowDateTrigger(t *testing.T) {

@@ -144,14 +144,14 @@ func abs(n int) int {
 
 // flowForm is the editor's form: the trigger's members and the steps.
 type flowForm struct {
-	ID                                  int64
-	Name                                string
-	Active                              bool
-	Trigger                             string
-	Keyword, SegmentID, Event           string
-	DateField, OffsetDays, Time         string
-	ReentryDays                         string
-	Steps                               []stepForm
+	ID                          int64
+	Name                        string
+	Active                      bool
+	Trigger                     string
+	Keyword, SegmentID, Event   string
+	DateField, OffsetDays, Time string
+	ReentryDays                 string
+	Steps                       []stepForm
 }
 
 // stepForm is one step of the editor. Waits are in minutes, hours or

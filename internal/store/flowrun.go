@@ -188,20 +188,27 @@ type DueRun struct {
 	Event json.RawMessage
 }
 
+// The statements on due runs spell status 'active' out: a partial index
+// (flow_runs_due) serves a query only when its condition is in the text.
+
+const qDueRuns = `SELECT r.id, r.flow_id, r.user_id, r.status, r.step, r.entered_at, r.next_at, r.ended_at, r.exit_reason,
+	r.brand_id, r.version, v.steps, r.event
+	FROM flow_runs r JOIN flow_versions v ON v.flow_id = r.flow_id AND v.version = r.version
+	WHERE r.status = 'active' AND r.next_at <= ? ORDER BY r.next_at LIMIT ?`
+
+const qNextDue = `SELECT MIN(next_at) FROM flow_runs WHERE status = 'active'`
+
 // DueRuns takes up to limit active runs whose next_at has come, earliest
 // first, for the caller's transaction: on PostgreSQL they are locked and
 // other nodes skip them (FOR UPDATE SKIP LOCKED), so a run's step is done
 // by one transaction only, and again only if that one rolls back. SQLite
 // has one writer.
 func (tx *Tx) DueRuns(ctx context.Context, limit int) ([]*DueRun, error) {
-	q := `SELECT r.id, r.flow_id, r.user_id, r.status, r.step, r.entered_at, r.next_at, r.ended_at, r.exit_reason,
-	r.brand_id, r.version, v.steps, r.event
-	FROM flow_runs r JOIN flow_versions v ON v.flow_id = r.flow_id AND v.version = r.version
-	WHERE r.status = ? AND r.next_at <= ? ORDER BY r.next_at LIMIT ?`
+	q := qDueRuns
 	if tx.db.engine == "postgres" {
 		q += ` FOR UPDATE OF r SKIP LOCKED`
 	}
-	rows, err := tx.query(ctx, q, parley.RunActive, micros(tx.now), limit)
+	rows, err := tx.query(ctx, q, micros(tx.now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: due runs: %w", err)
 	}
@@ -230,7 +237,7 @@ func (tx *Tx) DueRuns(ctx context.Context, limit int) ([]*DueRun, error) {
 // is waiting (flow_runs_due: one index probe).
 func (db *DB) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var at sql.NullInt64
-	if err := db.queryRow(ctx, `SELECT MIN(next_at) FROM flow_runs WHERE status = ?`, parley.RunActive).Scan(&at); err != nil {
+	if err := db.queryRow(ctx, qNextDue).Scan(&at); err != nil {
 		return time.Time{}, false, fmt.Errorf("store: next due run: %w", err)
 	}
 	if !at.Valid {

@@ -312,3 +312,18 @@ func checkEvent(in parley.EventCreate) (*parley.UserEvent, error) {
 }
 
 var _ parley.FlowService = (*Service)(nil)
+
+// CreateDemoFlows gives a new demo brand an inactive "Welcome" flow, to
+// show the idea (issue #33): a thank-you when a contact opts in, and a
+// second message two days later.
+func (s *Service) CreateDemoFlows(ctx context.Context, brandID int64) (*parley.Flow, error) {
+	return s.CreateFlow(ctx, parley.Origin{Source: parley.SourceAdmin, Detail: "first run"}, brandID, parley.FlowCreate{
+		Name:    parley.Some("Welcome"),
+		Trigger: parley.Some(parley.RawMember(`{"type":"subscribed"}`)),
+		Steps: parley.Some(parley.RawMember(`[` +
+			`{"type":"send","body":"Thanks for joining, {{first_name | \"friend\"}}! Reply STOP to opt out, HELP for help."},` +
+			`{"type":"wait","seconds":172800},` +
+			`{"type":"send","body":"Here is 10% off your next order: WELCOME10"}]`)),
+		Active: parley.Some(false),
+	})
+}

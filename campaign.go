@@ -103,4 +103,21 @@ type CampaignService interface {
 	// canceled campaign is returned as it is; a completed one is
 	// ECampaignNotCancelable.
 	CancelCampaign(ctx context.Context, o Origin, brandID, id int64) (*Campaign, error)
+	// UpdateCampaign changes the members of a scheduled campaign that in
+	// sets, by the rules of CreateCampaign; send_at left out stays, null
+	// is now. A campaign that has started (or ended) is
+	// ECampaignNotEditable; the change and the scheduler's start never
+	// both happen (issue #32).
+	UpdateCampaign(ctx context.Context, o Origin, brandID, id int64, in CampaignCreate) (*Campaign, error)
+	// TestCampaign sends the campaign's body, its placeholders filled in,
+	// and media to one number, as a TRANSACTIONAL message outside the
+	// campaign (no campaign_id, not in its stats; issue #32).
+	// EInvalidPhoneNumber, EValidation.
+	TestCampaign(ctx context.Context, o Origin, brandID, id int64, in CampaignTest) (*Message, error)
+}
+
+// CampaignTest is the body of POST /campaigns/{id}/test: the number a
+// test of the campaign goes to.
+type CampaignTest struct {
+	PhoneNumber Optional[string] `json:"phone_number,omitzero"`
 }

@@ -97,6 +97,10 @@ const (
 	// ECampaignNotCancelable: the campaign has completed; there is
 	// nothing left to cancel (409).
 	ECampaignNotCancelable = "campaign_not_cancelable"
+	// ECampaignNotEditable: the campaign has started (sending,
+	// completed or canceled); only a scheduled one can be changed (409,
+	// issue #32).
+	ECampaignNotEditable = "campaign_not_editable"
 )
 
 // CampaignNotFound is the error for an id that names no campaign of the

@@ -427,6 +427,20 @@ func (c *Client) CancelCampaign(ctx context.Context, id int64) (*parley.Campaign
 	return do[parley.Campaign](ctx, c, "POST", "/campaigns/"+strconv.FormatInt(id, 10)+"/cancel", nil)
 }
 
+// UpdateCampaign changes the members of a scheduled campaign that in sets
+// (POST /campaigns/{id}); a campaign that has started is a 409
+// campaign_not_editable.
+func (c *Client) UpdateCampaign(ctx context.Context, id int64, in parley.CampaignCreate) (*parley.Campaign, error) {
+	return do[parley.Campaign](ctx, c, "POST", "/campaigns/"+strconv.FormatInt(id, 10), in)
+}
+
+// TestCampaign sends the campaign's content to one number, outside the
+// campaign (POST /campaigns/{id}/test), and returns the message.
+func (c *Client) TestCampaign(ctx context.Context, id int64, phoneNumber string) (*parley.Message, error) {
+	return do[parley.Message](ctx, c, "POST", "/campaigns/"+strconv.FormatInt(id, 10)+"/test",
+		parley.CampaignTest{PhoneNumber: parley.Some(phoneNumber)})
+}
+
 // CreateFlow makes a flow (POST /flows, D21).
 func (c *Client) CreateFlow(ctx context.Context, in parley.FlowCreate) (*parley.Flow, error) {
 	return do[parley.Flow](ctx, c, "POST", "/flows", in)

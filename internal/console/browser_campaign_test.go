@@ -111,7 +111,12 @@ func TestBrowserCampaignCompletes(t *testing.T) {
 	b.Choose("Segment", itoa(seg.ID))
 	b.Fill("Message", "We launched today.")
 	b.WaitText("18 characters · 1 SMS segment (GSM-7)")
-	b.Submit("Create campaign")
+	// The review (issue #32) before anything is sent.
+	b.Submit("Review campaign")
+	b.WaitText(fmt.Sprintf("%d recipients", members))
+	b.WaitText(fmt.Sprintf("%d segments in all", members))
+	b.checkPage()
+	b.Submit(fmt.Sprintf("Send now to %d recipients", members))
 	if h := b.H1(); h != "Campaign Launch" {
 		t.Fatalf("after create: %q\n%s", h, b.Text())
 	}
@@ -181,8 +186,10 @@ func TestBrowserCampaignCancel(t *testing.T) {
 	b.Choose("Segment", itoa(seg.ID))
 	b.Fill("Message", "See you tomorrow.")
 	b.CheckLabel("Schedule")
-	b.SetValue("Send at ("+loc.String()+")", e.Now().Add(24*time.Hour).In(loc).Format("2006-01-02T15:04"))
-	b.Submit("Create campaign")
+	at := e.Now().Add(24 * time.Hour).In(loc)
+	b.SetValue("Send at ("+loc.String()+")", at.Format("2006-01-02T15:04"))
+	b.Submit("Review campaign")
+	b.Submit("Schedule for " + at.Format("2006-01-02 15:04 MST"))
 	if h := b.H1(); h != "Campaign Tomorrow" {
 		t.Fatalf("after create: %q\n%s", h, b.Text())
 	}

@@ -3,10 +3,10 @@ package console
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/placeholder"
 	"github.com/parleyhq/parley/internal/smsparts"
 )
 
@@ -65,25 +65,40 @@ type campaignForm struct {
 }
 
 type campaignNewData struct {
-	Form     campaignForm
-	Errors   map[string]string
+	Form   campaignForm
+	Errors map[string]string
+	// Edit is the scheduled campaign the form changes; nil for a new one.
+	Edit *parley.Campaign
+	// Review, when set, shows what the campaign would do, before it is
+	// sent or scheduled (campaign_review.go).
+	Review   *campaignReview
 	Segments []*parley.Segment
 	// TimeZone is the brand's zone, in which SendAt is read.
 	TimeZone string
 	Counter  counterData
 }
 
-// counterData is the body counter: characters, segments, encoding.
+// counterData is the body counter: characters, segments, encoding, and
+// the brace groups that are not placeholders (D21).
 type counterData struct {
-	Chars    int
-	Parts    smsparts.Parts
-	TooLong  bool
-	MaxChars int
+	Chars      int
+	Parts      smsparts.Parts
+	TooLong    bool
+	MaxChars   int
+	Suspicious []string
+	// Placeholders: the body has some, so the count is of the text as
+	// written; the review shows it rendered.
+	Placeholders bool
 }
 
 func counterOf(body string) counterData {
-	return counterData{Chars: len([]rune(body)), Parts: smsparts.Count(body, 0),
-		TooLong: len([]rune(body)) > parley.MaxMessageBody, MaxChars: parley.MaxMessageBody}
+	d := counterData{Chars: len([]rune(body)), Parts: smsparts.Count(body, 0),
+		TooLong: len([]rune(body)) > parley.MaxMessageBody, MaxChars: parley.MaxMessageBody,
+		Suspicious: placeholder.Suspicious(body)}
+	if t, err := placeholder.Parse(body); err == nil {
+		d.Placeholders = !t.Static()
+	}
+	return d
 }
 
 // brandZone is the brand's time zone (D17), UTC if it has none readable.
@@ -119,60 +134,23 @@ func (c *Ctx) renderCampaignNew(status int, d campaignNewData, errMsg string) er
 }
 
 func campaignNew(c *Ctx) error {
-	return c.renderCampaignNew(http.StatusOK, campaignNewData{Form: campaignForm{SegmentID: c.R.URL.Query().Get("segment")}}, "")
+	f := campaignForm{SegmentID: c.R.URL.Query().Get("segment")}
+	if from := c.R.URL.Query().Get("from"); from != "" { // Duplicate
+		camp, err := c.findCampaign(from)
+		if err != nil {
+			return err
+		}
+		f = c.campaignFormOf(camp)
+		f.Name, f.When, f.SendAt = duplicateName(camp.Name), "now", ""
+	}
+	return c.renderCampaignNew(http.StatusOK, campaignNewData{Form: f}, "")
 }
 
 // localLayout is the value of an <input type="datetime-local">.
 const localLayout = "2006-01-02T15:04"
 
 func campaignCreate(c *Ctx) error {
-	f := campaignForm{Name: strings.TrimSpace(c.Form("name")), SegmentID: c.Form("segment_id"), Body: c.Form("body"),
-		Type: c.Form("type"), When: c.Form("when"), SendAt: strings.TrimSpace(c.Form("send_at"))}
-	fail := func(err error) error {
-		switch parley.ErrorCode(err) {
-		case parley.EValidation, parley.ESegmentNotFound, parley.EInvalidMediaItem:
-		default:
-			return err
-		}
-		field := errField(err)
-		if parley.ErrorCode(err) == parley.ESegmentNotFound {
-			field = "segment_id"
-		}
-		status, _ := statusOf(parley.ErrorCode(err))
-		if status == http.StatusNotFound {
-			status = http.StatusUnprocessableEntity // the page exists; a field is wrong
-		}
-		return c.renderCampaignNew(status, campaignNewData{Form: f, Errors: map[string]string{fieldName(field): parley.ErrorMessage(err)}},
-			"The campaign was not created: see below.")
-	}
-	if c.Form("action") == "count" { // the counter, without the script
-		return c.renderCampaignNew(http.StatusOK, campaignNewData{Form: f}, "")
-	}
-	in := parley.CampaignCreate{Name: parley.Some(f.Name), Body: parley.Some(f.Body), Type: parley.Some(f.Type)}
-	if f.SegmentID != "" {
-		id, err := strconv.ParseInt(f.SegmentID, 10, 64)
-		if err != nil {
-			return fail(parley.FieldError(parley.EValidation, "segment_id", "choose a segment"))
-		}
-		in.SegmentID = parley.Some(id)
-	}
-	if f.When == "later" {
-		loc, err := c.brandZone()
-		if err != nil {
-			return err
-		}
-		at, err := time.ParseInLocation(localLayout, f.SendAt, loc)
-		if err != nil {
-			return fail(parley.FieldError(parley.EValidation, "send_at", "choose a date and time to send at"))
-		}
-		in.SendAt = parley.Some(at.Format(time.RFC3339))
-	}
-	o := parley.Origin{Source: parley.SourceConsole, Detail: c.Operator.Email}
-	camp, err := c.Service.CreateCampaign(c, o, c.BrandID(), in)
-	if err != nil {
-		return fail(err)
-	}
-	return c.Redirect("campaigns/" + strconv.FormatInt(camp.ID, 10))
+	return c.compose(readCampaignForm(c), nil)
 }
 
 func campaignCounter(c *Ctx) error {

@@ -174,7 +174,7 @@ func statusOf(code string) (int, string) {
 		return http.StatusUnauthorized, "Not signed in"
 	case parley.ERateLimited:
 		return http.StatusTooManyRequests, "Too many requests"
-	case parley.EDuplicate, parley.EIdempotencyInUse, parley.EIdempotencyReused:
+	case parley.EDuplicate, parley.EIdempotencyInUse, parley.EIdempotencyReused, parley.ECampaignNotEditable:
 		return http.StatusConflict, "Conflict"
 	case parley.EPayloadTooLarge:
 		return http.StatusRequestEntityTooLarge, "Too large"

@@ -37,6 +37,7 @@ var statusOf = map[string]int{
 	parley.ECampaignNotFound:      http.StatusNotFound, // D16
 	parley.EFlowNotFound:          http.StatusNotFound, // D21
 	parley.ECampaignNotCancelable: http.StatusConflict,
+	parley.ECampaignNotEditable:   http.StatusConflict,
 }
 
 // retryUnavailable is the Retry-After of a 503 (seconds): a database

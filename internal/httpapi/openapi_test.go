@@ -46,6 +46,8 @@ var creations = map[string]bool{
 	"POST /api/v1/simulator/inbound": true,
 	"POST /api/v1/segments":          true, // D15
 	"POST /api/v1/campaigns":         true, // D16
+	// A test send stores a message, as POST /messages does (issue #32).
+	"POST /api/v1/campaigns/{campaign_id}/test": true,
 }
 
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -801,6 +803,8 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		"GET /api/v1/campaigns":                       {value: listPage[*parley.Campaign]{}},
 		"GET /api/v1/campaigns/{campaign_id}":         {value: parley.Campaign{}},
 		"POST /api/v1/campaigns/{campaign_id}/cancel": {value: parley.Campaign{}},
+		"POST /api/v1/campaigns/{campaign_id}":        {value: parley.Campaign{}},
+		"POST /api/v1/campaigns/{campaign_id}/test":   {value: parley.Message{}},
 
 		"POST /api/v1/webhooks":                                             webhook,
 		"GET /api/v1/webhooks":                                              {value: listPage[*parley.Webhook]{}},
@@ -897,16 +901,18 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		typ      reflect.Type
 		required []string // checked by the services, not visible in the types
 	}{
-		"POST /api/v1/users":                 {"UserCreate", reflect.TypeFor[parley.UserCreate](), []string{"phone_number"}},
-		"POST /api/v1/users/{user_id}":       {"UserUpdate", reflect.TypeFor[parley.UserUpdate](), nil},
-		"POST /api/v1/messages":              {"MessageCreate", reflect.TypeFor[parley.MessageCreate](), []string{"user_id"}},
-		"POST /api/v1/simulator/inbound":     {"SimulatedInbound", reflect.TypeFor[parley.SimulatedInbound](), []string{"from", "body"}},
-		"POST /api/v1/webhooks":              {"WebhookCreate", reflect.TypeFor[parley.WebhookCreate](), []string{"url", "event_types"}},
-		"POST /api/v1/webhooks/{webhook_id}": {"WebhookUpdate", reflect.TypeFor[parley.WebhookUpdate](), nil},
-		"POST /api/v1/segments":              {"SegmentCreate", reflect.TypeFor[parley.SegmentCreate](), []string{"name"}},
-		"POST /api/v1/segments/{segment_id}": {"SegmentUpdate", reflect.TypeFor[parley.SegmentUpdate](), nil},
-		"POST /api/v1/segments/preview":      {"SegmentPreviewRequest", reflect.TypeFor[parley.SegmentPreviewRequest](), nil},
-		"POST /api/v1/campaigns":             {"CampaignCreate", reflect.TypeFor[parley.CampaignCreate](), []string{"name", "segment_id"}},
+		"POST /api/v1/users":                        {"UserCreate", reflect.TypeFor[parley.UserCreate](), []string{"phone_number"}},
+		"POST /api/v1/users/{user_id}":              {"UserUpdate", reflect.TypeFor[parley.UserUpdate](), nil},
+		"POST /api/v1/messages":                     {"MessageCreate", reflect.TypeFor[parley.MessageCreate](), []string{"user_id"}},
+		"POST /api/v1/simulator/inbound":            {"SimulatedInbound", reflect.TypeFor[parley.SimulatedInbound](), []string{"from", "body"}},
+		"POST /api/v1/webhooks":                     {"WebhookCreate", reflect.TypeFor[parley.WebhookCreate](), []string{"url", "event_types"}},
+		"POST /api/v1/webhooks/{webhook_id}":        {"WebhookUpdate", reflect.TypeFor[parley.WebhookUpdate](), nil},
+		"POST /api/v1/segments":                     {"SegmentCreate", reflect.TypeFor[parley.SegmentCreate](), []string{"name"}},
+		"POST /api/v1/segments/{segment_id}":        {"SegmentUpdate", reflect.TypeFor[parley.SegmentUpdate](), nil},
+		"POST /api/v1/segments/preview":             {"SegmentPreviewRequest", reflect.TypeFor[parley.SegmentPreviewRequest](), nil},
+		"POST /api/v1/campaigns":                    {"CampaignCreate", reflect.TypeFor[parley.CampaignCreate](), []string{"name", "segment_id"}},
+		"POST /api/v1/campaigns/{campaign_id}":      {"CampaignUpdate", reflect.TypeFor[parley.CampaignCreate](), nil},
+		"POST /api/v1/campaigns/{campaign_id}/test": {"CampaignTest", reflect.TypeFor[parley.CampaignTest](), []string{"phone_number"}},
 	}
 	for _, o := range oaOperations(t, doc) {
 		rb, has := o.op["requestBody"]

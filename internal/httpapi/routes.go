@@ -68,6 +68,8 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/campaigns", s.authed(jsonBody, s.createCampaign)},
 		{"GET", v1 + "/campaigns", s.authed(noBody, s.listCampaigns)},
 		{"GET", v1 + "/campaigns/{campaign_id}", s.authed(noBody, s.getCampaign)},
+		{"POST", v1 + "/campaigns/{campaign_id}", s.authed(jsonBody, s.updateCampaign)},
+		{"POST", v1 + "/campaigns/{campaign_id}/test", s.authed(jsonBody, s.testCampaign)},
 		{"POST", v1 + "/campaigns/{campaign_id}/cancel", s.authed(noBody, s.cancelCampaign)},
 
 		{"POST", v1 + "/flows", s.authed(jsonBody, s.createFlow)},

@@ -34,21 +34,7 @@ func (s *Service) CreateCampaign(ctx context.Context, o parley.Origin, brandID i
 	}
 	c.BrandID = brandID
 	err = s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
-		seg, err := tx.FindSegment(ctx, brandID, c.SegmentID)
-		if errors.Is(err, store.ErrNotFound) {
-			return parley.SegmentNotFound(c.SegmentID)
-		} else if err != nil {
-			return err
-		}
-		if seg.IsArchived {
-			return invalid("segment_id", "segment "+strconv.FormatInt(seg.ID, 10)+" is archived")
-		}
-		// A segment that count would refuse is refused here too (D14),
-		// not found out at send_at.
-		if _, err := usableSegment(ctx, tx, brandID, seg.ID); err != nil {
-			return unusableSegment(seg.ID, err)
-		}
-		if err := checkMedia(ctx, tx, brandID, c.MediaItemUUIDs); err != nil {
+		if err := s.checkCampaignRefs(ctx, tx, c); err != nil {
 			return err
 		}
 		if c.SendAt.IsZero() {
@@ -64,6 +50,30 @@ func (s *Service) CreateCampaign(ctx context.Context, o parley.Origin, brandID i
 		return nil, err
 	}
 	return c, nil
+}
+
+// checkCampaignRefs checks what campaign c names in the database: its
+// segment (the brand's, not archived, usable), its media and the custom
+// data keys of its placeholders (D21).
+func (s *Service) checkCampaignRefs(ctx context.Context, tx *store.Tx, c *parley.Campaign) error {
+	seg, err := tx.FindSegment(ctx, c.BrandID, c.SegmentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return parley.SegmentNotFound(c.SegmentID)
+	} else if err != nil {
+		return err
+	}
+	if seg.IsArchived {
+		return invalid("segment_id", "segment "+strconv.FormatInt(seg.ID, 10)+" is archived")
+	}
+	// A segment that count would refuse is refused here too (D14),
+	// not found out at send_at.
+	if _, err := usableSegment(ctx, tx, c.BrandID, seg.ID); err != nil {
+		return unusableSegment(seg.ID, err)
+	}
+	if err := checkMedia(ctx, tx, c.BrandID, c.MediaItemUUIDs); err != nil {
+		return err
+	}
+	return checkPlaceholders(ctx, tx, c.BrandID, "body", c.Body, false)
 }
 
 // unusableSegment names segment_id in the error of a campaign's segment
@@ -125,6 +135,9 @@ func checkCampaign(in parley.CampaignCreate, now time.Time) (*parley.Campaign, e
 	}
 	if c.Body == "" && len(c.MediaItemUUIDs) == 0 {
 		return nil, invalid("body", "required when there are no media items")
+	}
+	if _, err := parseBody("body", c.Body); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

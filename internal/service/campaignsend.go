@@ -134,12 +134,19 @@ func (s *Service) ResolveDueCampaigns(ctx context.Context) (int, error) {
 				return err
 			}
 			return s.db.WithTx(ctx, func(tx *store.Tx) error {
+				// Read again under the row's lock: an edit (UpdateCampaign)
+				// may have changed it since DueCampaigns read it.
+				fresh, err := startable(ctx, tx, c, tx.Now())
+				if err != nil {
+					return err
+				}
+				*c = *fresh
+				a = store.Audience{SegmentID: c.SegmentID}
 				if err := tx.StartCampaign(ctx, c, a); err != nil {
 					return err
 				}
 				// campaign.started says what the resolution will write.
 				c.Stats.Queued = c.Stats.Recipients - c.Stats.SkippedUnsubscribed - c.Stats.SkippedFrequencyCap
-				var err error
 				if _, done, err = tx.ResolveCampaignChunk(ctx, c, a, s.resolveChunk); err != nil {
 					return err
 				}
@@ -348,6 +355,8 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 		mediaURLs = append(mediaURLs, s.publicURL+s.MediaURLPath(f, s.db.Now().Add(24*time.Hour)))
 	}
 	idempotent := isIdempotent(s.provider)
+	render := newBodyRenderer(c.Body)
+	bodies := map[int64]string{} // rendered, by message id (D21)
 
 	var (
 		batch []store.CampaignRecipient
@@ -445,6 +454,18 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 				return err
 			}
 		}
+		// Each message keeps the body its recipient gets (D21), held ones
+		// included, so GET /messages and num_segments show the rendered
+		// text.
+		clear(bodies)
+		if !render.static() {
+			for _, r := range recipients {
+				bodies[r.MessageID] = render.render(c.Body, Contact{r.FirstName, r.LastName, r.CustomData})
+			}
+			if err := tx.SetMessageBodies(ctx, brandID, bodies); err != nil {
+				return err
+			}
+		}
 		if err := s.failCampaignMessages(ctx, tx, brandID, fails); err != nil {
 			return err
 		}
@@ -459,7 +480,11 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 
 	msgs := make([]delivery.Message, len(batch))
 	for i, r := range batch {
-		msgs[i] = delivery.Message{ID: r.MessageID, BrandID: brandID, From: brand.PhoneNumber, To: r.To, Body: c.Body, MediaURLs: mediaURLs}
+		body := c.Body
+		if b, ok := bodies[r.MessageID]; ok {
+			body = b
+		}
+		msgs[i] = delivery.Message{ID: r.MessageID, BrandID: brandID, From: brand.PhoneNumber, To: r.To, Body: body, MediaURLs: mediaURLs}
 	}
 	start := time.Now()
 	results := s.sendBatch(ctx, brandID, s.handOver(set, c.Type, idempotent), set, msgs)

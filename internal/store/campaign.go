@@ -352,3 +352,24 @@ func (tx *Tx) cappedMember(ctx context.Context, c *parley.Campaign) (string, []a
 	AND cm.status IN ('sent', 'delivered', 'undelivered') AND cm.date_sent >= ?) >= ?)`,
 		[]any{since, since, fc.MaxMessages}, nil
 }
+
+// UpdateScheduledCampaign writes c's name, segment, body, media, type and
+// send_at, while it is scheduled (ErrCampaignNotScheduled otherwise).
+func (tx *Tx) UpdateScheduledCampaign(ctx context.Context, c *parley.Campaign) error {
+	media, err := json.Marshal(nonNil(c.MediaItemUUIDs))
+	if err != nil {
+		return err
+	}
+	res, err := tx.exec(ctx, `UPDATE campaigns SET name = ?, segment_id = ?, body = ?, media_item_uuids = ?, type = ?,
+	send_at = ? WHERE brand_id = ? AND id = ? AND status = ?`,
+		c.Name, c.SegmentID, c.Body, string(media), c.Type, micros(c.SendAt.Time), c.BrandID, c.ID, parley.CampaignScheduled)
+	if err != nil {
+		return fmt.Errorf("store: update campaign: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("store: update campaign: %w", err)
+	} else if n == 0 {
+		return ErrCampaignNotScheduled
+	}
+	return nil
+}

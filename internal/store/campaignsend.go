@@ -50,6 +50,10 @@ type CampaignRecipient struct {
 	// ZipZone (location.time_zone) and StateCode, "" when unknown: where
 	// the sending window is measured (D17).
 	ZipZone, StateCode string
+	// FirstName, LastName ("" when unknown) and CustomData (the JSON
+	// object, "" when none): what the body's placeholders are filled in
+	// with (D21).
+	FirstName, LastName, CustomData string
 }
 
 // claimUpdate is the statement that claims the rows a SELECT picks:
@@ -71,7 +75,8 @@ func (tx *Tx) claimUpdate(set, pick, recheck string) string {
 	claimed AS (UPDATE messages SET ` + set + ` FROM pick WHERE messages.id = pick.id AND ` + recheck + `
 		RETURNING messages.id, messages.user_id)
 	SELECT c.id, c.user_id, u.phone_number, u.is_deleted, u.messaging_consent, COALESCE(u.time_zone, ''),
-	COALESCE(u.state_code, '') FROM claimed c JOIN users u ON u.id = c.user_id`
+	COALESCE(u.state_code, ''), COALESCE(u.first_name, ''), COALESCE(u.last_name, ''), COALESCE(u.custom_data::text, '')
+	FROM claimed c JOIN users u ON u.id = c.user_id`
 	}
 	return `UPDATE messages SET ` + set + ` WHERE id IN (` + pick + `) AND ` + recheck + ` RETURNING ` + claimedRecipient
 }
@@ -83,7 +88,10 @@ const claimedRecipient = `messages.id, messages.user_id,
 	(SELECT u.is_deleted FROM users u WHERE u.id = messages.user_id),
 	(SELECT u.messaging_consent FROM users u WHERE u.id = messages.user_id),
 	(SELECT COALESCE(u.time_zone, '') FROM users u WHERE u.id = messages.user_id),
-	(SELECT COALESCE(u.state_code, '') FROM users u WHERE u.id = messages.user_id)`
+	(SELECT COALESCE(u.state_code, '') FROM users u WHERE u.id = messages.user_id),
+	(SELECT COALESCE(u.first_name, '') FROM users u WHERE u.id = messages.user_id),
+	(SELECT COALESCE(u.last_name, '') FROM users u WHERE u.id = messages.user_id),
+	(SELECT COALESCE(u.custom_data, '') FROM users u WHERE u.id = messages.user_id)`
 
 // collectRecipients reads the rows of claimedRecipient, in id order.
 func collectRecipients(rows *sql.Rows) ([]CampaignRecipient, error) {
@@ -92,7 +100,8 @@ func collectRecipients(rows *sql.Rows) ([]CampaignRecipient, error) {
 	for rows.Next() {
 		var r CampaignRecipient
 		var consent sql.NullBool
-		if err := rows.Scan(&r.MessageID, &r.UserID, &r.To, &r.Deleted, &consent, &r.ZipZone, &r.StateCode); err != nil {
+		if err := rows.Scan(&r.MessageID, &r.UserID, &r.To, &r.Deleted, &consent, &r.ZipZone, &r.StateCode,
+			&r.FirstName, &r.LastName, &r.CustomData); err != nil {
 			return nil, err
 		}
 		r.Consent = nullBool(consent)
@@ -504,6 +513,18 @@ func (tx *Tx) RelaxCommit(ctx context.Context) error {
 	}
 	if _, err := tx.exec(ctx, `SET LOCAL synchronous_commit TO OFF`); err != nil {
 		return fmt.Errorf("store: relax commit: %w", err)
+	}
+	return nil
+}
+
+// SetMessageBodies stores each message's body as rendered for its
+// recipient (D21: the campaign's placeholders filled in), so the message
+// reads, counts its segments (num_segments) and is sent as it was sent.
+func (tx *Tx) SetMessageBodies(ctx context.Context, brandID int64, bodies map[int64]string) error {
+	for id, body := range bodies {
+		if _, err := tx.exec(ctx, `UPDATE messages SET body = ? WHERE +brand_id = ? AND id = ?`, body, brandID, id); err != nil {
+			return fmt.Errorf("store: set message body: %w", err)
+		}
 	}
 	return nil
 }

@@ -431,3 +431,43 @@ func TestFlowRunKeepsItsSteps(t *testing.T) {
 		t.Errorf("run of the deleted flow: %q; want canceled by the deletion", got)
 	}
 }
+
+// TestFlowPlaceholders: a flow's messages are filled in per contact, and
+// in an event-triggered flow with the event's properties; a placeholder
+// the flow cannot fill is refused when saved (D21).
+func TestFlowPlaceholders(t *testing.T) {
+	e := apitest.New(t)
+	order := mustFlow(t, e, "Order", `{"type":"event","name":"order_placed"}`,
+		`[{"type":"send","body":"Thanks {{first_name | \"there\"}}, your order of ${{event.total}} is in","message_type":"TRANSACTIONAL"}]`)
+	ada := e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+14155557401"),
+		UserFields: parley.UserFields{FirstName: parley.Some("Ada")}})
+	anon := consenting(t, e, "+14155557402", nil)
+	for _, u := range []*parley.User{ada, anon} {
+		if _, err := e.A.RecordEvent(e.Ctx, parley.EventCreate{UserID: parley.Some(u.ID), Name: parley.Some("order_placed"),
+			Properties: parley.Some(parley.RawMember(`{"total":42.5}`))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runFlows(t, e)
+	if got := flowMessages(t, e, ada.ID); !slices.Equal(got, []string{"Thanks Ada, your order of $42.5 is in"}) {
+		t.Errorf("Ada got %q", got)
+	}
+	if got := flowMessages(t, e, anon.ID); !slices.Equal(got, []string{"Thanks there, your order of $42.5 is in"}) {
+		t.Errorf("the contact without a name got %q", got)
+	}
+	for _, c := range []struct{ trigger, body string }{
+		{`{"type":"created"}`, `Your {{event.total}}`},
+		{`{"type":"created"}`, `Hi {{custom.no_such_field}}`},
+		{`{"type":"created"}`, `Hi {{frist_name}}`},
+	} {
+		body := fmt.Sprintf(`{"name":"x","trigger":%s,"steps":[{"type":"wait","seconds":1},{"type":"send","body":%q}]}`, c.trigger, c.body)
+		if msg := wantError(t, hardSend(t, e, "POST", "/api/v1/flows", body), 422, parley.EValidation); !strings.HasPrefix(msg, "steps[1].body:") {
+			t.Errorf("%s: %q does not name steps[1].body", c.body, msg)
+		}
+	}
+	// A trigger that is no event takes {{event.…}} away: refused.
+	r := hardSend(t, e, "POST", fmt.Sprintf("/api/v1/flows/%d", order.ID), `{"trigger":{"type":"created"}}`)
+	if msg := wantError(t, r, 422, parley.EValidation); !strings.HasPrefix(msg, "steps[0].body:") {
+		t.Errorf("changing the trigger: %q does not name steps[0].body", msg)
+	}
+}

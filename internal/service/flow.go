@@ -52,7 +52,7 @@ func (s *Service) CreateFlow(ctx context.Context, o parley.Origin, brandID int64
 		if f.Steps, err = decodeSteps(in.Steps.Value, sc); err != nil {
 			return err
 		}
-		if err := checkStepMedia(ctx, tx, brandID, f.Steps); err != nil {
+		if err := checkStepContent(ctx, tx, brandID, f.Trigger, f.Steps); err != nil {
 			return err
 		}
 		if err := tx.InsertFlow(ctx, f); err != nil {
@@ -67,15 +67,20 @@ func (s *Service) CreateFlow(ctx context.Context, o parley.Origin, brandID int64
 	return f, nil
 }
 
-// checkStepMedia checks the media of every send step against the brand's
-// (D8), naming the step.
-func checkStepMedia(ctx context.Context, tx *store.Tx, brandID int64, steps []parley.FlowStep) error {
+// checkStepContent checks every send step's media against the brand's
+// (D8) and its body's placeholders (D21: {{event.…}} only under an event
+// trigger, {{custom.<key>}} only for a custom field of the brand), naming
+// the step.
+func checkStepContent(ctx context.Context, tx *store.Tx, brandID int64, t parley.FlowTrigger, steps []parley.FlowStep) error {
 	for i, st := range steps {
 		if st.Type != parley.StepSend {
 			continue
 		}
 		if err := checkMedia(ctx, tx, brandID, st.MediaItemUUIDs); err != nil {
 			return under(parley.StepPath(i, ""), err)
+		}
+		if err := checkPlaceholders(ctx, tx, brandID, parley.StepPath(i, "body"), st.Body, t.Type == parley.TriggerEvent); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -169,11 +174,14 @@ func (s *Service) UpdateFlow(ctx context.Context, o parley.Origin, brandID, id i
 			if err != nil {
 				return err
 			}
-			if err := checkStepMedia(ctx, tx, brandID, steps); err != nil {
-				return err
-			}
 			newSteps = !sameSteps(steps, f.Steps)
 			f.Steps = steps
+		}
+		// A new trigger may take {{event.…}} away from the steps.
+		if in.Steps.Set || in.Trigger.Set {
+			if err := checkStepContent(ctx, tx, brandID, f.Trigger, f.Steps); err != nil {
+				return err
+			}
 		}
 		if err := tx.UpdateFlow(ctx, f, newSteps, activated); err != nil {
 			return err

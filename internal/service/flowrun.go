@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/placeholder"
 	"github.com/parleyhq/parley/internal/sendwindow"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -311,9 +311,32 @@ func nextClock(now time.Time, loc *time.Location, hhmm string) time.Time {
 	return t
 }
 
-// renderFlowBody fills the body's placeholders for the contact (D21).
+// renderFlowBody fills the body's placeholders in for the contact and,
+// in an event-triggered run, the event's properties (D21).
 func renderFlowBody(body string, u *parley.User, event json.RawMessage) string {
-	_ = strings.TrimSpace
-	_ = event
-	return body
+	t, err := placeholder.Parse(body)
+	if err != nil || t.Static() {
+		return body // checked when saved; a body that does not parse goes as written
+	}
+	v := placeholder.Values{FirstName: deref(u.FirstName), LastName: deref(u.LastName)}
+	if t.Uses(placeholder.Custom) && len(u.CustomData) > 0 {
+		var m map[string]any
+		if json.Unmarshal(u.CustomData, &m) == nil {
+			v.Custom = placeholder.FromMap(m)
+		}
+	}
+	if t.Uses(placeholder.Event) && len(event) > 0 {
+		var m map[string]any
+		if json.Unmarshal(event, &m) == nil {
+			v.Event = placeholder.FromMap(m)
+		}
+	}
+	return t.Render(v)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -59,6 +59,9 @@ func TestBrowserFlowWelcome(t *testing.T) {
 		}
 		b.Go("/console/flows")
 		b.WaitText("When a contact opts in")
+		b.Follow("Welcome")
+		b.WaitText("For +14155550199 it reads: “Still there, friend?”")
+		b.Go("/console/flows")
 		b.Follow("1")
 		b.WaitText("In the flow")
 		b.checkPage()

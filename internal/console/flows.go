@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/service"
 )
 
 // The Flows pages (D21, issue #33): the brand's flows with their stats, an
@@ -179,7 +180,14 @@ type flowData struct {
 	// Flow is the saved flow (nil while new), for its stats.
 	Flow   *parley.Flow
 	Notice string
+	// Sample names the contact the previews are for; Previews are the
+	// send steps' messages filled in for it, by step.
+	Sample   string
+	Previews map[int]string
 }
+
+// Preview returns step i's message as the sample contact would read it.
+func (d flowData) Preview(i int) string { return d.Previews[i] }
 
 // Err returns the error of a field of the form.
 func (d flowData) Err(key string) string { return d.Errors[key] }
@@ -230,6 +238,9 @@ func (c *Ctx) renderFlow(status int, d flowData, msg string) error {
 		return err
 	}
 	d.Segments = segs
+	if err := c.flowPreviews(&d); err != nil {
+		return err
+	}
 	d.DateField = []string{"date_of_birth", "date_created"}
 	for _, f := range fields {
 		if f.CustomDataType == parley.CustomDate {
@@ -237,6 +248,34 @@ func (c *Ctx) renderFlow(status int, d flowData, msg string) error {
 		}
 	}
 	return c.RenderStatus(status, d, msg)
+}
+
+// flowPreviews fills the send steps' messages in for a sample contact:
+// the newest with a first name, else the newest.
+func (c *Ctx) flowPreviews(d *flowData) error {
+	users, err := c.Service.SearchContacts(c, c.BrandID(), "")
+	if err != nil || len(users) == 0 {
+		return err
+	}
+	u := users[0]
+	for _, x := range users {
+		if x.FirstName != nil && *x.FirstName != "" {
+			u = x
+			break
+		}
+	}
+	d.Sample = strings.TrimSpace(deref(u.FirstName) + " " + deref(u.LastName))
+	if d.Sample == "" {
+		d.Sample = u.PhoneNumber
+	}
+	contact := service.Contact{FirstName: deref(u.FirstName), LastName: deref(u.LastName), CustomData: string(u.CustomData)}
+	d.Previews = map[int]string{}
+	for i, s := range d.Form.Steps {
+		if s.Type == parley.StepSend && strings.Contains(s.Body, "{{") {
+			d.Previews[i] = service.RenderBody(s.Body, contact)
+		}
+	}
+	return nil
 }
 
 // flowFormOf fills the editor with a saved flow.

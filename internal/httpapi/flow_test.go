@@ -471,3 +471,38 @@ func TestFlowPlaceholders(t *testing.T) {
 		t.Errorf("changing the trigger: %q does not name steps[0].body", msg)
 	}
 }
+
+// TestFlowAnswersCarryStepsStats: every answer that is a Flow carries
+// steps_stats, one entry per step with the counts so far (D1: no member is
+// null or missing; D21): an update with an Idempotency-Key, whose answer is
+// rendered in its transaction (D13), and its replay included, and the
+// deleted flow answered as it was last.
+func TestFlowAnswersCarryStepsStats(t *testing.T) {
+	e := apitest.New(t)
+	f := mustFlow(t, e, "Counted", `{"type":"created"}`,
+		`[{"type":"send","body":"Receipt","message_type":"TRANSACTIONAL"},{"type":"wait","seconds":60},{"type":"send","body":"Later","message_type":"TRANSACTIONAL"}]`)
+	consenting(t, e, "+14155557013", nil)
+	runFlows(t, e)
+	want := `[{"reached":1,"sent":1,"skipped":0},{"reached":1,"sent":0,"skipped":0},{"reached":0,"sent":0,"skipped":0}]`
+	stepsStats := func(what string, r authResp, status int) {
+		t.Helper()
+		if r.status != status {
+			t.Fatalf("%s: %d %s", what, r.status, r.body)
+		}
+		var got struct {
+			StepsStats json.RawMessage `json:"steps_stats"`
+		}
+		if err := json.Unmarshal(r.body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if string(got.StepsStats) != want {
+			t.Errorf("%s: steps_stats %s, want %s", what, got.StepsStats, want)
+		}
+	}
+	path := fmt.Sprintf("/api/v1/flows/%d", f.ID)
+	stepsStats("GET", hardSend(t, e, "GET", path, ""), 200)
+	stepsStats("keyed update", keyed(t, e, "POST", path, `{"name":"Counted too"}`, "flow-update"), 200)
+	stepsStats("keyed update replayed", keyed(t, e, "POST", path, `{"name":"Counted too"}`, "flow-update"), 200)
+	stepsStats("update", hardSend(t, e, "POST", path, `{"name":"Counted again"}`), 200)
+	stepsStats("delete", hardSend(t, e, "DELETE", path, ""), 200)
+}

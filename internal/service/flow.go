@@ -186,7 +186,13 @@ func (s *Service) UpdateFlow(ctx context.Context, o parley.Origin, brandID, id i
 		if err := tx.UpdateFlow(ctx, f, newSteps, activated); err != nil {
 			return err
 		}
-		tx.Answer(f)
+		// The answer an Idempotency-Key stores is the flow as stored, with
+		// the step counts of its current steps (D13, D21).
+		stored, err := tx.FindFlow(ctx, brandID, id)
+		if err != nil {
+			return err
+		}
+		tx.Answer(stored)
 		return nil
 	})
 	if err != nil {
@@ -230,7 +236,6 @@ func (s *Service) DeleteFlow(ctx context.Context, o parley.Origin, brandID, id i
 	if err != nil {
 		return nil, err
 	}
-	f.StepsStats = make([]parley.FlowStepStats, len(f.Steps))
 	return f, nil
 }
 

@@ -97,7 +97,7 @@ func (db *DB) FindFlow(ctx context.Context, brandID, id int64) (*parley.Flow, er
 	if err != nil {
 		return nil, err
 	}
-	f.StepsStats, err = db.flowStepStats(ctx, f)
+	f.StepsStats, err = flowStepStats(ctx, db.query, f)
 	return f, err
 }
 
@@ -108,6 +108,12 @@ func (tx *Tx) FindFlow(ctx context.Context, brandID, id int64) (*parley.Flow, er
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
+	if err != nil {
+		return nil, err
+	}
+	// The step counts too, in tx: an answer rendered in the transaction
+	// (an Idempotency-Key's, D13) is a whole Flow (D1).
+	f.StepsStats, err = flowStepStats(ctx, tx.query, f)
 	return f, err
 }
 
@@ -131,17 +137,19 @@ func (db *DB) ListFlows(ctx context.Context, brandID, beforeID int64, limit int)
 		return nil, err
 	}
 	for _, f := range flows {
-		if f.StepsStats, err = db.flowStepStats(ctx, f); err != nil {
+		if f.StepsStats, err = flowStepStats(ctx, db.query, f); err != nil {
 			return nil, err
 		}
 	}
 	return flows, nil
 }
 
-// flowStepStats reads the counts of each of f's current steps.
-func (db *DB) flowStepStats(ctx context.Context, f *parley.Flow) ([]parley.FlowStepStats, error) {
+// flowStepStats reads the counts of each of f's current steps with query
+// (the reader pool's or a transaction's).
+func flowStepStats(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error),
+	f *parley.Flow) ([]parley.FlowStepStats, error) {
 	out := make([]parley.FlowStepStats, len(f.Steps))
-	rows, err := db.query(ctx, `SELECT step, reached, sent, skipped FROM flow_step_counts WHERE flow_id = ? AND step < ?`,
+	rows, err := query(ctx, `SELECT step, reached, sent, skipped FROM flow_step_counts WHERE flow_id = ? AND step < ?`,
 		f.ID, len(f.Steps))
 	if err != nil {
 		return nil, fmt.Errorf("store: flow step stats: %w", err)

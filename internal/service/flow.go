@@ -242,6 +242,9 @@ func (s *Service) DeleteFlow(ctx context.Context, o parley.Origin, brandID, id i
 // ListRuns returns a page of a flow's runs by id (GET /flows/{id}/runs)
 // and the next page's cursor.
 func (s *Service) ListRuns(ctx context.Context, brandID, flowID int64, f parley.RunFilter) ([]*parley.FlowRun, string, error) {
+	if _, err := s.FindFlow(ctx, brandID, flowID); err != nil {
+		return nil, "", err
+	}
 	switch f.Status {
 	case "", parley.RunActive, parley.RunCompleted, parley.RunExited, parley.RunCanceled:
 	default:
@@ -249,9 +252,6 @@ func (s *Service) ListRuns(ctx context.Context, brandID, flowID int64, f parley.
 	}
 	limit, after, err := pageArgs(f.Limit, f.Cursor)
 	if err != nil {
-		return nil, "", err
-	}
-	if _, err := s.FindFlow(ctx, brandID, flowID); err != nil {
 		return nil, "", err
 	}
 	runs, err := s.db.ListRuns(ctx, store.RunFilter{FlowID: flowID, UserID: f.UserID, Status: f.Status, AfterID: after, Limit: limit + 1})
@@ -302,6 +302,8 @@ func checkEvent(in parley.EventCreate) (*parley.UserEvent, error) {
 		return nil, invalid("user_id", "required")
 	case in.UserID.Value < 1:
 		return nil, invalid("user_id", "must be an integer ≥ 1")
+	case !in.Name.Valid:
+		return nil, invalid("name", "required")
 	case !eventName.MatchString(in.Name.Value):
 		return nil, invalid("name", "must be 1 to 64 of a-z, 0-9, _ and .")
 	}

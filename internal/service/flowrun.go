@@ -217,11 +217,9 @@ func (r *flowRunner) end(ctx context.Context, run *store.DueRun, status, reason 
 	if reason != "" {
 		why = &reason
 	}
-	if err := r.tx.EndRun(ctx, run, status, why); err != nil {
+	ended, err := r.tx.EndRun(ctx, run, status, why)
+	if err != nil || !ended || status != parley.RunCompleted {
 		return err
-	}
-	if status != parley.RunCompleted {
-		return nil
 	}
 	now := parley.NewTime(r.tx.Now())
 	run.Status, run.EndedAt, run.NextAt = status, &now, nil

@@ -259,17 +259,18 @@ func (tx *Tx) MoveRun(ctx context.Context, runID int64, step int, next *time.Tim
 	return nil
 }
 
-// EndRun ends an active run with status (completed or exited) and reason.
-func (tx *Tx) EndRun(ctx context.Context, r *DueRun, status string, reason *string) error {
+// EndRun ends an active run with status (completed or exited) and
+// reason; false when it had ended already (STOP, the flow deleted).
+func (tx *Tx) EndRun(ctx context.Context, r *DueRun, status string, reason *string) (bool, error) {
 	res, err := tx.exec(ctx, `UPDATE flow_runs SET status = ?, step = ?, next_at = NULL, ended_at = ?, exit_reason = ?
 	WHERE id = ? AND status = ?`, status, r.Step, micros(tx.now), reason, r.ID, parley.RunActive)
 	if err != nil {
-		return fmt.Errorf("store: end run: %w", err)
+		return false, fmt.Errorf("store: end run: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return nil // ended meanwhile (STOP, the flow deleted)
+		return false, nil
 	}
-	return tx.countRunEnd(ctx, r.FlowID, status, 1)
+	return true, tx.countRunEnd(ctx, r.FlowID, status, 1)
 }
 
 // StepCounts are what a batch of runs did at one step of a flow.

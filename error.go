@@ -87,10 +87,13 @@ func SegmentNotFound(id int64) *Error {
 	return Errorf(ESegmentNotFound, "Segment with ID [%d] not found.", id)
 }
 
-// The error codes of campaigns (D16, D3): the `type` of the error envelope.
+// The error codes of campaigns (D16) and flows (D21): the `type` of the
+// error envelope (D3).
 const (
 	// ECampaignNotFound: an id that names no campaign of the brand (404).
 	ECampaignNotFound = "campaign_not_found"
+	// EFlowNotFound: an id that names no flow of the brand (404, D21).
+	EFlowNotFound = "flow_not_found"
 	// ECampaignNotCancelable: the campaign has completed; there is
 	// nothing left to cancel (409).
 	ECampaignNotCancelable = "campaign_not_cancelable"
@@ -104,4 +107,10 @@ const (
 // brand (D16).
 func CampaignNotFound(id int64) *Error {
 	return Errorf(ECampaignNotFound, "Campaign with ID [%d] not found.", id)
+}
+
+// FlowNotFound is the error for an id that names no flow of the brand
+// (D21).
+func FlowNotFound(id int64) *Error {
+	return Errorf(EFlowNotFound, "Flow with ID [%d] not found.", id)
 }

@@ -53,6 +53,8 @@ type Message struct {
 	// CampaignID is the campaign that sent the message, nil outside
 	// campaigns (D16).
 	CampaignID *int64 `json:"campaign_id"`
+	// FlowID is the flow that sent the message, nil outside flows (D21).
+	FlowID *int64 `json:"flow_id"`
 	// ScheduledAt is when a MARKETING message held outside the recipient's
 	// sending window will go (D17); nil unless it was held.
 	ScheduledAt *Time `json:"scheduled_at"`

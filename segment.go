@@ -93,7 +93,7 @@ func (c *Criteria) UnmarshalJSON(data []byte) error {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&out[i]); err != nil {
-			return criterionDecodeError(at, err)
+			return decodeError(at, "a criterion object", err)
 		}
 	}
 	*c = out
@@ -109,7 +109,16 @@ func (c Criteria) MarshalJSON() ([]byte, error) {
 	return json.Marshal([]SegmentCriterion(c))
 }
 
-func criterionDecodeError(at string, err error) error {
+// decodeError names the member of a decoding error below at; what is what
+// the value at at must be, for errors that name no member.
+func decodeError(at, what string, err error) error {
+	var e *Error
+	if errors.As(err, &e) { // a nested decoder's (Criteria), already named
+		if e.Field != "" && e.Code == EValidation {
+			return FieldError(EValidation, at+"."+e.Field, strings.TrimPrefix(e.Message, e.Field+": "))
+		}
+		return e
+	}
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) && typ.Field != "" {
 		want := "of another type"
@@ -134,7 +143,7 @@ func criterionDecodeError(at string, err error) error {
 		}
 		return FieldError(EValidation, at+"."+name, "unknown field")
 	}
-	return FieldError(EValidation, at, "must be a criterion object")
+	return FieldError(EValidation, at, "must be "+what)
 }
 
 // SegmentCount answers GET /segments/{id}/count (D15).

@@ -24,12 +24,17 @@ const (
 	// data is the Campaign with its stats.
 	EventCampaignStarted   = "campaign.started"
 	EventCampaignCompleted = "campaign.completed"
+	// D21: a contact entered a flow; its run completed. The data is the
+	// Run.
+	EventFlowEntered   = "flow.entered"
+	EventFlowCompleted = "flow.completed"
 )
 
 // EventTypes is the catalogue endpoints subscribe to; "*" means all.
 var EventTypes = []string{EventUserCreated, EventUserUpdated, EventUserDeleted, EventUserSubscribed,
 	EventUserUnsubscribed, EventMessageQueued, EventMessageSent, EventMessageDelivered,
-	EventMessageUndelivered, EventMessageFailed, EventMessageReceived, EventCampaignStarted, EventCampaignCompleted}
+	EventMessageUndelivered, EventMessageFailed, EventMessageReceived, EventCampaignStarted, EventCampaignCompleted,
+	EventFlowEntered, EventFlowCompleted}
 
 // MaxWebhooks is how many endpoints a brand may have.
 const MaxWebhooks = 10

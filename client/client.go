@@ -440,3 +440,49 @@ func (c *Client) TestCampaign(ctx context.Context, id int64, phoneNumber string)
 	return do[parley.Message](ctx, c, "POST", "/campaigns/"+strconv.FormatInt(id, 10)+"/test",
 		parley.CampaignTest{PhoneNumber: parley.Some(phoneNumber)})
 }
+
+// CreateFlow makes a flow (POST /flows, D21).
+func (c *Client) CreateFlow(ctx context.Context, in parley.FlowCreate) (*parley.Flow, error) {
+	return do[parley.Flow](ctx, c, "POST", "/flows", in)
+}
+
+// GetFlow reads a flow with its stats (GET /flows/{id}).
+func (c *Client) GetFlow(ctx context.Context, id int64) (*parley.Flow, error) {
+	return do[parley.Flow](ctx, c, "GET", "/flows/"+strconv.FormatInt(id, 10), nil)
+}
+
+// ListFlows reads one page of flows, newest first (GET /flows), and the
+// cursor of the next page ("" after the last).
+func (c *Client) ListFlows(ctx context.Context, f parley.FlowFilter) ([]*parley.Flow, string, error) {
+	return getPage[*parley.Flow](ctx, c, "/flows", url.Values{}, f.Limit, f.Cursor)
+}
+
+// UpdateFlow changes the members sent (POST /flows/{id}); a contact's run
+// keeps the steps it entered with.
+func (c *Client) UpdateFlow(ctx context.Context, id int64, in parley.FlowUpdate) (*parley.Flow, error) {
+	return do[parley.Flow](ctx, c, "POST", "/flows/"+strconv.FormatInt(id, 10), in)
+}
+
+// DeleteFlow deletes a flow and ends its active runs canceled (DELETE
+// /flows/{id}).
+func (c *Client) DeleteFlow(ctx context.Context, id int64) (*parley.Flow, error) {
+	return do[parley.Flow](ctx, c, "DELETE", "/flows/"+strconv.FormatInt(id, 10), nil)
+}
+
+// ListRuns reads one page of a flow's runs by id (GET /flows/{id}/runs).
+func (c *Client) ListRuns(ctx context.Context, flowID int64, f parley.RunFilter) ([]*parley.FlowRun, string, error) {
+	q := url.Values{}
+	if f.UserID != 0 {
+		q.Set("user_id", strconv.FormatInt(f.UserID, 10))
+	}
+	if f.Status != "" {
+		q.Set("status", f.Status)
+	}
+	return getPage[*parley.FlowRun](ctx, c, "/flows/"+strconv.FormatInt(flowID, 10)+"/runs", q, f.Limit, f.Cursor)
+}
+
+// RecordEvent records an event of a contact, which may enter it into
+// flows (POST /events, D21).
+func (c *Client) RecordEvent(ctx context.Context, in parley.EventCreate) (*parley.UserEvent, error) {
+	return do[parley.UserEvent](ctx, c, "POST", "/events", in)
+}

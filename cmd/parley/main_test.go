@@ -101,6 +101,17 @@ func TestServeFirstRunThenCall(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &brand); err != nil || brand["name"] != "Demo Brand" {
 		t.Errorf("call GET /api/v1/brand printed %q (%v)", out, err)
 	}
+	// The demo brand has an inactive Welcome flow to show the idea (#33).
+	out, err = runCmd(t, env(nil), "call", "GET", "/api/v1/flows", "--data-dir", dir)
+	var flows struct {
+		Data []struct {
+			Name   string `json:"name"`
+			Active bool   `json:"active"`
+		} `json:"data"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &flows) != nil || len(flows.Data) != 1 || flows.Data[0].Name != "Welcome" || flows.Data[0].Active {
+		t.Errorf("call GET /api/v1/flows printed %q (%v), want one inactive Welcome flow", out, err)
+	}
 
 	out, err = runCmd(t, env(nil), "call", "POST", "/api/v1/users", "--data", `{"phone_number":"+14155552671"}`, "--data-dir", dir)
 	if err != nil || !strings.Contains(out, `"+14155552671"`) {

@@ -237,6 +237,10 @@ func firstRun(ctx context.Context, a *app.App, baseURL string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
+	// An inactive Welcome flow shows what flows do (issue #33).
+	if _, err := a.Service.CreateDemoFlows(ctx, b.ID); err != nil {
+		return err
+	}
 	creds := devCredentials{URL: baseURL, Username: c.Username, Secret: c.Secret, BrandID: b.ID}
 	if err := writeDevCredentials(path, creds); err != nil {
 		return err

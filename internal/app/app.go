@@ -315,6 +315,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		History:          a.Service,
 		Segments:         a.Service,
 		Campaigns:        a.Service,
+		Flows:            a.Service,
 		AdminService:     a.Service,
 		AdminToken:       cfg.AdminToken,
 		Metrics:          a.apiMetrics(),
@@ -374,6 +375,9 @@ func (a *App) Start(ctx context.Context) error {
 		// D16: campaigns are resolved when send_at comes, by whichever
 		// worker node looks first.
 		wg.Go(func() { a.Service.RunCampaignScheduler(ctx, cmp.Or(a.Config.CampaignPoll, 200*time.Millisecond)) })
+		// D21: each worker node runs the flow steps that are due.
+		wg.Go(func() { a.Service.RunFlows(ctx) })
+		wg.Go(func() { a.Service.RunFlowScans(ctx) })
 		if a.Sim != nil {
 			a.Sim.Run(ctx, a.Service)
 		}

@@ -35,6 +35,7 @@ var statusOf = map[string]int{
 	parley.EInternal:             http.StatusInternalServerError,
 
 	parley.ECampaignNotFound:      http.StatusNotFound, // D16
+	parley.EFlowNotFound:          http.StatusNotFound, // D21
 	parley.ECampaignNotCancelable: http.StatusConflict,
 	parley.ECampaignNotEditable:   http.StatusConflict,
 }

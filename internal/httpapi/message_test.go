@@ -19,10 +19,10 @@ import (
 
 // msgMembers are the members of a Message, exactly (D8: the spec's members
 // plus error_code and error_message; D1: nullable members are present;
-// body_truncated, #31).
+// body_truncated, #31; flow_id, D21).
 var msgMembers = []string{"id", "user_id", "direction", "status", "date_created", "body",
 	"media_item_uuids", "type", "date_sent", "date_delivered", "error_code", "error_message",
-	"encoding", "num_segments", "campaign_id", "scheduled_at", "body_truncated"}
+	"encoding", "num_segments", "campaign_id", "scheduled_at", "body_truncated", "flow_id"}
 
 // msgUser creates a user of c's brand with a distinct valid number.
 func msgUser(t *testing.T, e *apitest.Env, c *client.Client, n int) *parley.User {

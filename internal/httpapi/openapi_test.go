@@ -48,6 +48,25 @@ var creations = map[string]bool{
 	"POST /api/v1/campaigns":         true, // D16
 	// A test send stores a message, as POST /messages does (issue #32).
 	"POST /api/v1/campaigns/{campaign_id}/test": true,
+	"POST /api/v1/flows":                        true, // D21
+}
+
+// accepted answer 202: the work they start goes on after the answer
+// (POST /events enters the contact's flows, whose steps the workers run,
+// D21).
+var accepted = map[string]bool{
+	"POST /api/v1/events": true,
+}
+
+// successCode is an operation's one success status (D3, D21).
+func successCode(key string) string {
+	switch {
+	case creations[key]:
+		return "201"
+	case accepted[key]:
+		return "202"
+	}
+	return "200"
 }
 
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -322,10 +341,7 @@ func TestOpenAPISecurity(t *testing.T) {
 		if _, ok := responses["401"]; !ok {
 			t.Errorf("%s: no 401 response", o.key)
 		}
-		want := "200"
-		if creations[o.key] {
-			want = "201"
-		}
+		want := successCode(o.key)
 		var success []string
 		for code := range responses {
 			if strings.HasPrefix(code, "2") {
@@ -368,7 +384,7 @@ func TestOpenAPIErrors(t *testing.T) {
 		t.Errorf("Error detail.type enum differs from the error table (errors.go statusOf): %s", d)
 	}
 
-	pathIDs := regexp.MustCompile(`\{(user_id|message_id|webhook_id|delivery_id|segment_id|campaign_id)\}`)
+	pathIDs := regexp.MustCompile(`\{(user_id|message_id|webhook_id|delivery_id|segment_id|campaign_id|flow_id)\}`)
 	for _, o := range oaOperations(t, doc) {
 		responses, _ := o.op["responses"].(map[string]any)
 		for code, r := range responses {
@@ -414,8 +430,15 @@ func TestOpenAPIErrors(t *testing.T) {
 			want = append(want, "404", "422") // segment_not_found, validation (D16)
 		case "POST /api/v1/segments", "POST /api/v1/segments/{segment_id}":
 			want = append(want, "409") // name taken (D15)
+		case "GET /api/v1/flows", "GET /api/v1/flows/{flow_id}/runs":
+			want = append(want, "422") // limit, cursor; user_id, status (D21)
+		case "POST /api/v1/flows":
+			want = append(want, "404", "422") // segment_not_found of a segment_entered trigger, validation (D21)
+		case "POST /api/v1/events":
+			want = append(want, "404", "422") // user_not_found, validation (D21)
 		}
-		if strings.Contains(path, "{webhook_id}") || strings.Contains(path, "{segment_id}") || strings.Contains(path, "{campaign_id}") {
+		if strings.Contains(path, "{webhook_id}") || strings.Contains(path, "{segment_id}") || strings.Contains(path, "{campaign_id}") ||
+			strings.Contains(path, "{flow_id}") {
 			want = append(want, "404") // another brand's or a missing endpoint or segment
 		}
 		switch o.key {
@@ -444,6 +467,7 @@ func TestOpenAPIParameters(t *testing.T) {
 		"import_id":   {"type": "integer", "minimum": 1.0}, // pathID
 		"segment_id":  {"type": "integer", "minimum": 1.0}, // pathID
 		"campaign_id": {"type": "integer", "minimum": 1.0}, // pathID
+		"flow_id":     {"type": "integer", "minimum": 1.0}, // pathID
 		"file_id":     {"type": "string", "format": "uuid"},
 	}
 	// The query parameters each handler reads, and whether it requires them.
@@ -457,6 +481,8 @@ func TestOpenAPIParameters(t *testing.T) {
 		"GET /api/v1/users/{user_id}/history":          {"field": false, "limit": false, "cursor": false},
 		"GET /api/v1/users/export":                     {"segment_id": false},
 		"GET /api/v1/segments/{segment_id}/users":      {"limit": false, "cursor": false},
+		"GET /api/v1/flows":                            {"limit": false, "cursor": false},
+		"GET /api/v1/flows/{flow_id}/runs":             {"user_id": false, "status": false, "limit": false, "cursor": false},
 	}
 	braces := regexp.MustCompile(`\{([^}]*)\}`)
 	for _, o := range oaOperations(t, doc) {
@@ -522,7 +548,9 @@ func TestOpenAPIParameters(t *testing.T) {
 	}
 	for _, ptr := range []string{"#/paths/~1api~1v1~1messages/get/parameters",
 		"#/paths/~1api~1v1~1webhooks~1{webhook_id}~1deliveries/get/parameters",
-		"#/paths/~1api~1v1~1segments~1{segment_id}~1users/get/parameters"} {
+		"#/paths/~1api~1v1~1segments~1{segment_id}~1users/get/parameters",
+		"#/paths/~1api~1v1~1flows/get/parameters",
+		"#/paths/~1api~1v1~1flows~1{flow_id}~1runs/get/parameters"} {
 		params, ok := jsonPointer(doc, ptr)
 		if !ok {
 			t.Errorf("no %s", ptr)
@@ -747,6 +775,13 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		{"Campaign", parley.Campaign{}, parley.Campaign{}},
 		{"CampaignStats", parley.CampaignStats{}, parley.CampaignStats{}},
 		{"CampaignPage", listPage[*parley.Campaign]{}, listPage[*parley.Campaign]{}},
+		{"Flow", parley.Flow{}, parley.Flow{}},
+		{"FlowStats", parley.FlowStats{}, parley.FlowStats{}},
+		{"FlowStepStats", parley.FlowStepStats{}, parley.FlowStepStats{}},
+		{"FlowPage", listPage[*parley.Flow]{}, listPage[*parley.Flow]{}},
+		{"Run", parley.FlowRun{}, parley.FlowRun{}},
+		{"RunPage", listPage[*parley.FlowRun]{}, listPage[*parley.FlowRun]{}},
+		{"UserEvent", parley.UserEvent{}, parley.UserEvent{}},
 		{"Error", errorBody{Detail: errorDetail{Field: "x"}}, errorBody{}},
 		{"Error/properties/detail", errorDetail{Field: "x"}, errorDetail{}},
 	}
@@ -821,6 +856,14 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 		"GET /api/v1/imports/{import_id}":        {value: parley.Import{}},
 		"GET /api/v1/imports/{import_id}/errors": {media: "text/csv"},
 		"GET /api/v1/users/export":               {media: "text/csv"},
+
+		"POST /api/v1/flows":               {value: parley.Flow{}},
+		"GET /api/v1/flows":                {value: listPage[*parley.Flow]{}},
+		"GET /api/v1/flows/{flow_id}":      {value: parley.Flow{}},
+		"POST /api/v1/flows/{flow_id}":     {value: parley.Flow{}},
+		"DELETE /api/v1/flows/{flow_id}":   {value: parley.Flow{}},
+		"GET /api/v1/flows/{flow_id}/runs": {value: listPage[*parley.FlowRun]{}},
+		"POST /api/v1/events":              {value: parley.UserEvent{}},
 	}
 	for _, rt := range testServer().routeTable() {
 		if _, ok := results[rt.method+" "+rt.path]; !ok {
@@ -833,10 +876,7 @@ func TestOpenAPIResponseMembers(t *testing.T) {
 			continue
 		}
 		responses, _ := o.op["responses"].(map[string]any)
-		code := "200"
-		if creations[o.key] {
-			code = "201"
-		}
+		code := successCode(o.key)
 		r, ok := responses[code]
 		if !ok {
 			continue // TestOpenAPISecurity reports it
@@ -913,6 +953,9 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		"POST /api/v1/campaigns":                    {"CampaignCreate", reflect.TypeFor[parley.CampaignCreate](), []string{"name", "segment_id"}},
 		"POST /api/v1/campaigns/{campaign_id}":      {"CampaignUpdate", reflect.TypeFor[parley.CampaignCreate](), nil},
 		"POST /api/v1/campaigns/{campaign_id}/test": {"CampaignTest", reflect.TypeFor[parley.CampaignTest](), []string{"phone_number"}},
+		"POST /api/v1/flows":                        {"FlowCreate", reflect.TypeFor[parley.FlowCreate](), []string{"name", "trigger", "steps"}},
+		"POST /api/v1/flows/{flow_id}":              {"FlowUpdate", reflect.TypeFor[parley.FlowUpdate](), nil},
+		"POST /api/v1/events":                       {"EventCreate", reflect.TypeFor[parley.EventCreate](), []string{"user_id", "name"}},
 	}
 	for _, o := range oaOperations(t, doc) {
 		rb, has := o.op["requestBody"]
@@ -1138,6 +1181,137 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 	}
 	if v := at("UserCreate/properties/phone_number")["maxLength"]; v != 20.0 {
 		t.Errorf("UserCreate.phone_number maxLength = %v, want 20", v)
+	}
+}
+
+// TestOpenAPIFlows: a flow's trigger and steps are unions by their type
+// (D21): each alternative lists exactly the members the Go types encode for
+// that type, the discriminator maps every type, and the limits and
+// enumerations are the service's.
+func TestOpenAPIFlows(t *testing.T) {
+	doc := openAPIDoc(t)
+	at := func(ptr string) map[string]any {
+		t.Helper()
+		v, ok := jsonPointer(doc, schemaRef+ptr)
+		if !ok {
+			t.Fatalf("no %s", ptr)
+		}
+		return deref(t, doc, v)
+	}
+	off, k, replied, event := 0, 2, true, "order_placed"
+	unions := map[string]map[string]any{
+		"FlowTrigger": {
+			parley.TriggerSubscribed:     parley.FlowTrigger{Type: parley.TriggerSubscribed},
+			parley.TriggerCreated:        parley.FlowTrigger{Type: parley.TriggerCreated},
+			parley.TriggerKeyword:        parley.FlowTrigger{Type: parley.TriggerKeyword, Keyword: "JOIN"},
+			parley.TriggerSegmentEntered: parley.FlowTrigger{Type: parley.TriggerSegmentEntered, SegmentID: 1},
+			parley.TriggerEvent:          parley.FlowTrigger{Type: parley.TriggerEvent, Name: "order_placed"},
+			parley.TriggerDate: parley.FlowTrigger{Type: parley.TriggerDate, FieldName: "date_of_birth", OffsetDays: &off,
+				Time: "10:00"},
+		},
+		"FlowStep": {
+			parley.StepSend:      parley.FlowStep{Type: parley.StepSend, Body: "Hi", MessageType: parley.TypeMarketing},
+			parley.StepWait:      parley.FlowStep{Type: parley.StepWait, Seconds: 60},
+			parley.StepWaitUntil: parley.FlowStep{Type: parley.StepWaitUntil, Time: "09:30"},
+			parley.StepBranch:    parley.FlowStep{Type: parley.StepBranch, If: &parley.FlowCondition{Replied: &replied}, ElseStep: &k},
+		},
+	}
+	for name, values := range unions {
+		u := at(name)
+		alts, _ := u["oneOf"].([]any)
+		disc, _ := u["discriminator"].(map[string]any)
+		mapping, _ := disc["mapping"].(map[string]any)
+		if disc["propertyName"] != "type" || len(alts) != len(values) {
+			t.Errorf("%s: want a oneOf of %d alternatives with a discriminator on type", name, len(values))
+		}
+		if d := diff(sortedKeys(mapping), sortedKeys(values)); d != "" {
+			t.Errorf("%s: discriminator mapping: %s", name, d)
+		}
+		for typ, v := range values {
+			ref, _ := mapping[typ].(string)
+			if !slices.ContainsFunc(alts, func(a any) bool { m, _ := a.(map[string]any); return m["$ref"] == ref }) {
+				t.Errorf("%s: %s maps to %q, which is not one of its alternatives", name, typ, ref)
+				continue
+			}
+			s := deref(t, doc, map[string]any{"$ref": ref})
+			props, _ := s["properties"].(map[string]any)
+			if d := diff(sortedKeys(props), encodedKeys(t, v)); d != "" {
+				t.Errorf("%s (%s): properties differ from the members a %s encodes: %s", ref, typ, typ, d)
+			}
+			if s["additionalProperties"] != false || !slices.Contains(stringSet(s["required"]), "type") {
+				t.Errorf("%s: want additionalProperties false and type required", ref)
+			}
+			if d := diff(stringSet(deref(t, doc, props["type"])["enum"]), []string{typ}); d != "" {
+				t.Errorf("%s.type enum: %s", ref, d)
+			}
+		}
+	}
+	// A branch's condition: exactly one of its members (decodeCondition).
+	cond := at("FlowCondition")
+	props, _ := cond["properties"].(map[string]any)
+	full := parley.FlowCondition{Criteria: &parley.Criteria{}, Replied: &replied, Event: &event}
+	if d := diff(sortedKeys(props), encodedKeys(t, full)); d != "" {
+		t.Errorf("FlowCondition: properties differ from the members it encodes: %s", d)
+	}
+	if alts, _ := cond["oneOf"].([]any); len(alts) != 3 || cond["additionalProperties"] != false {
+		t.Errorf("FlowCondition: want additionalProperties false and a oneOf of the three members")
+	}
+	if !slices.Contains(refsIn(props["criteria"]), schemaRef+"SegmentCriterion") {
+		t.Error("FlowCondition.criteria does not refer to SegmentCriterion (D14)")
+	}
+
+	for ptr, want := range map[string]float64{
+		"FlowCreate/properties/name/maxLength":              parley.MaxFlowName,
+		"FlowUpdate/properties/name/maxLength":              parley.MaxFlowName,
+		"Flow/properties/name/maxLength":                    parley.MaxFlowName,
+		"FlowCreate/properties/steps/maxItems":              parley.MaxFlowSteps,
+		"FlowUpdate/properties/steps/maxItems":              parley.MaxFlowSteps,
+		"FlowCreate/properties/reentry_seconds/maximum":     service.MaxReentrySeconds,
+		"FlowUpdate/properties/reentry_seconds/maximum":     service.MaxReentrySeconds,
+		"FlowStepWait/properties/seconds/minimum":           1,
+		"FlowStepWait/properties/seconds/maximum":           parley.MaxWaitSeconds,
+		"FlowTriggerDate/properties/offset_days/minimum":    -parley.MaxDateOffsetDays,
+		"FlowTriggerDate/properties/offset_days/maximum":    parley.MaxDateOffsetDays,
+		"FlowStepSend/properties/body/maxLength":            parley.MaxMessageBody,
+		"FlowStepSend/properties/media_item_uuids/maxItems": parley.MaxMediaItems,
+	} {
+		dir, key := ptr[:strings.LastIndex(ptr, "/")], ptr[strings.LastIndex(ptr, "/")+1:]
+		if got := at(dir)[key]; got != want {
+			t.Errorf("%s = %v, want %v", ptr, got, want)
+		}
+	}
+	for _, ptr := range []string{"FlowTriggerEvent/properties/name", "FlowCondition/properties/event",
+		"EventCreate/properties/name", "UserEvent/properties/name"} {
+		if p := at(ptr)["pattern"]; p != "^[a-z0-9_.]{1,64}$" {
+			t.Errorf("%s pattern %v, want the event name rule of D21", ptr, p)
+		}
+	}
+	runStatuses := sortedSlice([]string{parley.RunActive, parley.RunCompleted, parley.RunExited, parley.RunCanceled})
+	if d := diff(stringSet(at("Run/properties/status")["enum"]), runStatuses); d != "" {
+		t.Errorf("Run.status enum: %s", d)
+	}
+	params, _ := jsonPointer(doc, "#/paths/~1api~1v1~1flows~1{flow_id}~1runs/get/parameters")
+	for _, p := range params.([]any) {
+		if pm := deref(t, doc, p); pm["name"] == "status" {
+			if d := diff(stringSet(deref(t, doc, pm["schema"])["enum"]), runStatuses); d != "" {
+				t.Errorf("GET /flows/{flow_id}/runs status enum: %s", d)
+			}
+		}
+	}
+	reasons := sortedSlice([]string{service.ExitBranch, service.ExitStop, service.ExitOptedOut,
+		service.ExitContactDeleted, service.ExitFlowDeleted})
+	if d := diff(stringSet(at("RunExitReason")["enum"]), reasons); d != "" {
+		t.Errorf("RunExitReason enum: %s", d)
+	}
+	if !slices.Contains(refsIn(at("Run")["properties"].(map[string]any)["exit_reason"]), schemaRef+"RunExitReason") {
+		t.Error("Run.exit_reason does not refer to RunExitReason")
+	}
+	for _, ptr := range []string{"FlowCreate", "FlowUpdate"} {
+		for name := range flowReadOnly {
+			if _, ok := at(ptr)["properties"].(map[string]any)[name]; ok {
+				t.Errorf("%s has %s, which the handlers refuse", ptr, name)
+			}
+		}
 	}
 }
 

@@ -72,6 +72,14 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/campaigns/{campaign_id}/test", s.authed(jsonBody, s.testCampaign)},
 		{"POST", v1 + "/campaigns/{campaign_id}/cancel", s.authed(noBody, s.cancelCampaign)},
 
+		{"POST", v1 + "/flows", s.authed(jsonBody, s.createFlow)},
+		{"GET", v1 + "/flows", s.authed(noBody, s.listFlows)},
+		{"GET", v1 + "/flows/{flow_id}", s.authed(noBody, s.getFlow)},
+		{"POST", v1 + "/flows/{flow_id}", s.authed(jsonBody, s.updateFlow)},
+		{"DELETE", v1 + "/flows/{flow_id}", s.authed(noBody, s.deleteFlow)},
+		{"GET", v1 + "/flows/{flow_id}/runs", s.authed(noBody, s.listRuns)},
+		{"POST", v1 + "/events", s.authed(jsonBody, s.recordEvent)},
+
 		{"GET", v1 + "/custom_data", s.authed(noBody, s.listCustomFields)},
 		{"GET", v1 + "/brand", s.authed(noBody, s.getBrand)},
 	}

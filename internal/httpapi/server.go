@@ -46,7 +46,9 @@ type Config struct {
 	History     parley.HistoryService
 	Segments    parley.SegmentService
 	Campaigns   parley.CampaignService
-	Media       MediaOpener
+	// Flows serves /flows and /events (D21).
+	Flows parley.FlowService
+	Media MediaOpener
 	// Simulator serves POST /api/v1/simulator/inbound (D12); nil, as with
 	// every provider but sim, leaves the path out (404).
 	Simulator parley.Simulator

@@ -760,6 +760,69 @@ func TestWebhookEveryEventType(t *testing.T) {
 		}
 	}
 
+	// Flows (D21): POST /events enters the contact (flow.entered, data the
+	// Run as it entered); the workers run the one send step and the run
+	// completes (flow.completed, data the Run as GET /flows/{id}/runs
+	// answers it). The step's message carries the flow's id.
+	resp = mustDo(t, e.A, "POST", "/flows", map[string]any{"name": "Webhook check", "active": true,
+		"trigger": map[string]any{"type": "event", "name": "webhook_check"},
+		"steps":   []any{map[string]any{"type": "send", "body": "From a flow", "message_type": "TRANSACTIONAL"}}})
+	if resp.StatusCode != 201 {
+		t.Fatalf("POST /flows: %d %s", resp.StatusCode, resp.Body)
+	}
+	flowID := whObjectID(t, resp.Body)
+	resp = mustDo(t, e.A, "POST", "/events", map[string]any{"user_id": userID, "name": "webhook_check"})
+	if resp.StatusCode != 202 {
+		t.Fatalf("POST /events: %d %s", resp.StatusCode, resp.Body)
+	}
+	entered := rc.event(t, parley.EventFlowEntered, "flow_id", flowID)
+	seen[entered.Type]++
+	whCheckEnvelope(t, entered, hook.Secret)
+	completed := rc.event(t, parley.EventFlowCompleted, "flow_id", flowID)
+	seen[completed.Type]++
+	whCheckEnvelope(t, completed, hook.Secret)
+	runs := mustDo(t, e.A, "GET", "/flows/"+itoa(flowID)+"/runs?user_id="+itoa(userID), nil)
+	var page struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(runs.Body, &page); err != nil || len(page.Data) != 1 {
+		t.Fatalf("GET /flows/%d/runs: %d %s", flowID, runs.StatusCode, runs.Body)
+	}
+	whSameJSON(t, "flow.completed data vs the API's Run", completed.Data, page.Data[0])
+	var in, out parley.FlowRun
+	if err := json.Unmarshal(entered.Data, &in); err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(completed.Data, &out)
+	var members []string
+	for k := range whObject(t, entered.Data) {
+		members = append(members, k)
+	}
+	slices.Sort(members)
+	if want := slices.Sorted(slices.Values(runMembers)); !slices.Equal(members, want) {
+		t.Errorf("flow.entered data members %v, want %v", members, want)
+	}
+	if in.ID != out.ID || in.FlowID != flowID || in.UserID != userID || in.Status != parley.RunActive || in.Step != 0 ||
+		in.EnteredAt != out.EnteredAt || in.NextAt == nil || in.EndedAt != nil || in.ExitReason != nil {
+		t.Errorf("flow.entered data %s; want the run %d as it entered (active, step 0, due now)", entered.Data, out.ID)
+	}
+	if out.Status != parley.RunCompleted || out.Step != 1 || out.NextAt != nil || out.EndedAt == nil || out.ExitReason != nil {
+		t.Errorf("flow.completed data %s; want completed after its one step", completed.Data)
+	}
+	q = rc.event(t, parley.EventMessageQueued, "body", "From a flow")
+	whCheckEnvelope(t, q, hook.Secret)
+	if fid, _ := whObject(t, q.Data)["flow_id"].(float64); int64(fid) != flowID {
+		t.Errorf("the flow's message: flow_id in %s, want %d", q.Data, flowID)
+	}
+	// Its message.sent comes from the workers: wait for it, so the count of
+	// event rows below is final.
+	flowMsg := whObjectID(t, q.Data)
+	dlvWait(t, e, flowMsg, parley.StatusSent)
+	rc.event(t, parley.EventMessageSent, "id", flowMsg)
+	if !strings.Contains(string(getMsg(msgID)), `"flow_id":null`) {
+		t.Errorf("a message outside flows: %s, want flow_id null", getMsg(msgID))
+	}
+
 	resp = mustDo(t, e.A, "DELETE", "/users/"+itoa(userID), nil)
 	check(rc.event(t, parley.EventUserDeleted, "id", userID), resp.Body)
 

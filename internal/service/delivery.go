@@ -373,6 +373,9 @@ func (s *Service) setConsent(ctx context.Context, tx *store.Tx, brandID, userID 
 	if err := tx.InsertHistory(ctx, brandID, []parley.HistoryEntry{e}); err != nil {
 		return err
 	}
+	if err := s.consentChanged(ctx, tx, brandID, userID, prev, &value, source); err != nil {
+		return err
+	}
 	return s.emit(ctx, tx, brandID, consentEvent(value), u)
 }
 
@@ -513,6 +516,9 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 			if err = tx.InsertUser(ctx, u); err == nil {
 				err = s.emit(ctx, tx, brand.ID, parley.EventUserCreated, u)
 			}
+			if err == nil {
+				err = s.userCreated(ctx, tx, u)
+			}
 		}
 		if err != nil {
 			return err
@@ -533,6 +539,11 @@ func (s *Service) receive(ctx context.Context, o parley.Origin, brand *parley.Br
 			}
 			// D22: a reply (or opt-out) to the latest campaign sent to them in 72 h.
 			if _, err := tx.AttributeInbound(ctx, brand.ID, u.ID, in.At, keyword(in.Body, stopWords)); err != nil {
+				return err
+			}
+		}
+		if fresh {
+			if err := s.keywordTrigger(ctx, tx, brand.ID, u.ID, in.Body, m.ID); err != nil {
 				return err
 			}
 		}

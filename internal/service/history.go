@@ -105,6 +105,13 @@ func (s *Service) recordChanges(ctx context.Context, tx *store.Tx, before, after
 	if entries[0].Field != parley.HistoryFieldConsent || after.MessagingConsent == nil {
 		return nil
 	}
+	var prev *bool
+	if before != nil {
+		prev = before.MessagingConsent
+	}
+	if err := s.consentChanged(ctx, tx, after.BrandID, after.ID, prev, after.MessagingConsent, ""); err != nil {
+		return err
+	}
 	return s.emit(ctx, tx, after.BrandID, consentEvent(*after.MessagingConsent), after)
 }
 

@@ -593,6 +593,12 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 				if err := em.emit(ctx, parley.EventUserCreated, u); err != nil {
 					return err
 				}
+				if err := s.userCreated(ctx, tx, u); err != nil {
+					return err
+				}
+				if err := s.consentChanged(ctx, tx, brandID, u.ID, nil, u.MessagingConsent, parley.SourceImport); err != nil {
+					return err
+				}
 				entries, err := changes(nil, u)
 				if err != nil {
 					return err
@@ -692,6 +698,9 @@ func (run *importRun) merge(ctx context.Context, tx *store.Tx, em *batchEmitter,
 	*history = append(*history, entries...)
 	if !equalBoolPtr(before.MessagingConsent, u.MessagingConsent) {
 		if err := em.consent(ctx, u); err != nil {
+			return outFailed, nil, err
+		}
+		if err := em.s.consentChanged(ctx, tx, u.BrandID, u.ID, before.MessagingConsent, u.MessagingConsent, parley.SourceImport); err != nil {
 			return outFailed, nil, err
 		}
 	}

@@ -92,6 +92,9 @@ type Service struct {
 	extractor      extract.Extractor
 	extractMetrics ExtractionMetrics
 
+	// flowWake wakes this node's flow runner (RunFlows) when a run enters.
+	flowWake chan struct{}
+
 	webhookAllowPrivate bool
 	webhookClient       *http.Client
 	webhookMetrics      WebhookMetrics
@@ -107,6 +110,7 @@ func New(db *store.DB, queue Enqueuer, bucket *blob.Bucket, box *secretbox.Box, 
 		MaxFileSize:    DefaultMaxFileSize,
 		CredentialTTL:  10 * time.Second,
 		creds:          make(map[string]cachedCredential),
+		flowWake:       make(chan struct{}, 1),
 		logger:         slog.New(slog.DiscardHandler),
 		webhookClient:  webhook.Client(false),
 		usSendingRules: true,

@@ -27,6 +27,9 @@ func (s *Service) CreateUser(ctx context.Context, o parley.Origin, brandID int64
 		if err := s.emit(ctx, tx, brandID, parley.EventUserCreated, u); err != nil {
 			return err
 		}
+		if err := s.userCreated(ctx, tx, u); err != nil {
+			return err
+		}
 		tx.Answer(u)
 		return s.recordChanges(ctx, tx, nil, u)
 	})
@@ -214,6 +217,9 @@ func (s *Service) DeleteUser(ctx context.Context, o parley.Origin, brandID, id i
 		u.DateLastUpdated = parley.Time{Time: tx.Now()}
 		out = u
 		if err := tx.UpdateUser(ctx, u); err != nil {
+			return err
+		}
+		if _, err := tx.EndUserRuns(ctx, u.ID, parley.RunExited, ExitContactDeleted); err != nil {
 			return err
 		}
 		return s.emit(ctx, tx, brandID, parley.EventUserDeleted, u)

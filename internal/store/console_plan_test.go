@@ -41,21 +41,7 @@ func TestConsoleQueryPlans(t *testing.T) {
 		{"inbox, unassigned", qConversations(-1, true), "conversations_brand_assignee", []any{1, "open", 5, 9, 51}},
 		{"contacts by consent", qCountContacts, "COVERING INDEX users_brand_consent", []any{1}},
 	} {
-		rows, err := db.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		p := strings.Join(plan, "; ")
+		p := queryPlan(t, db, c.query, c.args...)
 		if !strings.Contains(p, c.index) || strings.Contains(p, "TEMP B-TREE") {
 			t.Errorf("%s: plan %q, want %s and no sort", c.name, p, c.index)
 		}

@@ -66,7 +66,7 @@ func (tx *Tx) ExistingFiles(ctx context.Context, brandID int64, ids []string) (m
 }
 
 const messageColumns = `id, brand_id, user_id, direction, status, body, media_item_uuids, type,
-	error_code, error_message, date_created, date_sent, date_delivered, campaign_id, scheduled_at, body_truncated, auto_reply`
+	error_code, error_message, date_created, date_sent, date_delivered, campaign_id, scheduled_at, body_truncated, auto_reply, flow_id`
 
 const qInsertMessage = `INSERT INTO messages (brand_id, user_id, direction, status, body,
 	media_item_uuids, type, error_code, error_message, date_created, date_sent, date_delivered)
@@ -194,10 +194,10 @@ func scanMessage(scan func(...any) error) (*parley.Message, error) {
 	var media string
 	var errCode, errMsg sql.NullString
 	var created int64
-	var sent, delivered, campaign, scheduled sql.NullInt64
+	var sent, delivered, campaign, scheduled, flow sql.NullInt64
 	var autoReply sql.NullString
 	if err := scan(&m.ID, &m.BrandID, &m.UserID, &m.Direction, &m.Status, &m.Body, &media, &m.Type,
-		&errCode, &errMsg, &created, &sent, &delivered, &campaign, &scheduled, &m.BodyTruncated, &autoReply); err != nil {
+		&errCode, &errMsg, &created, &sent, &delivered, &campaign, &scheduled, &m.BodyTruncated, &autoReply, &flow); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
@@ -212,6 +212,9 @@ func scanMessage(scan func(...any) error) (*parley.Message, error) {
 	m.DateSent, m.DateDelivered = nullTime(sent), nullTime(delivered)
 	if campaign.Valid {
 		m.CampaignID = &campaign.Int64
+	}
+	if flow.Valid {
+		m.FlowID = &flow.Int64
 	}
 	m.ScheduledAt = nullTime(scheduled)
 	setParts(&m)

@@ -1,0 +1,340 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/placeholder"
+	"github.com/parleyhq/parley/internal/sendwindow"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Running flows (D21). A run's next step is due at next_at, in the
+// database; a runner on each worker node takes the due runs a batch at a
+// time, in one transaction: each run goes through its steps until a wait
+// (or its end), writing its messages, its new step and next_at, and the
+// stats together. The transaction is what makes each step happen once:
+// on PostgreSQL the batch's runs are locked, and other nodes skip them;
+// a crash rolls the whole batch back, to be done again. Between batches
+// the runner sleeps until the earliest next_at (one index probe), so
+// waiting runs cost nothing.
+
+const (
+	// flowBatch is how many due runs one transaction takes: as the
+	// campaign sender's batch on SQLite, a transaction that holds the one
+	// writer for milliseconds.
+	flowBatch = 250
+	// flowPoll is the longest a runner sleeps: the runs another node
+	// enters are due at once, and this node sees them within it.
+	flowPoll = time.Second
+)
+
+// Exit reasons of runs (D21 exit_reason).
+const (
+	ExitBranch         = "branch_condition_false"
+	ExitStop           = "stop"
+	ExitOptedOut       = "opted_out"
+	ExitContactDeleted = "contact_deleted"
+	ExitFlowDeleted    = "flow_deleted"
+)
+
+// wakeFlows tells this node's runner that a run may be due now.
+func (s *Service) wakeFlows() {
+	select {
+	case s.flowWake <- struct{}{}:
+	default:
+	}
+}
+
+// RunFlows runs due flow steps until ctx ends (D21).
+func (s *Service) RunFlows(ctx context.Context) {
+	for ctx.Err() == nil {
+		n, err := s.RunDueFlowSteps(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.logger.Error("flows: running due steps", "err", err)
+		}
+		if err == nil && n == flowBatch {
+			continue // more may be due
+		}
+		wait := flowPoll
+		if at, ok, err := s.db.NextDue(ctx); err == nil && ok {
+			wait = min(wait, max(at.Sub(s.db.Now()), 0))
+		}
+		if err == nil && wait == 0 {
+			continue
+		}
+		t := time.NewTimer(max(wait, 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+		case <-s.flowWake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// RunDueFlowSteps does the due steps of one batch of runs and returns how
+// many runs it took.
+func (s *Service) RunDueFlowSteps(ctx context.Context) (int, error) {
+	n := 0
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+		runs, err := tx.DueRuns(ctx, flowBatch)
+		if err != nil {
+			return err
+		}
+		n = len(runs)
+		r := &flowRunner{s: s, tx: tx, counts: map[int64]map[int]store.StepCounts{},
+			steps: map[[2]int64][]parley.FlowStep{}, settings: map[int64]*parley.BrandSettings{}}
+		for _, run := range runs {
+			if err := r.advance(ctx, run); err != nil {
+				return fmt.Errorf("flow %d run %d: %w", run.FlowID, run.ID, err)
+			}
+		}
+		return tx.CountSteps(ctx, r.counts)
+	})
+	return n, err
+}
+
+// flowRunner does one batch's steps in its transaction.
+type flowRunner struct {
+	s  *Service
+	tx *store.Tx
+	// counts are the batch's step counts, by flow and step.
+	counts map[int64]map[int]store.StepCounts
+	// steps are the decoded steps of each flow version met.
+	steps map[[2]int64][]parley.FlowStep
+	// settings are the brand settings met.
+	settings map[int64]*parley.BrandSettings
+}
+
+func (r *flowRunner) count(flowID int64, step int, f func(*store.StepCounts)) {
+	m := r.counts[flowID]
+	if m == nil {
+		m = map[int]store.StepCounts{}
+		r.counts[flowID] = m
+	}
+	c := m[step]
+	f(&c)
+	m[step] = c
+}
+
+func (r *flowRunner) stepsOf(run *store.DueRun) ([]parley.FlowStep, error) {
+	k := [2]int64{run.FlowID, run.Version}
+	if st, ok := r.steps[k]; ok {
+		return st, nil
+	}
+	st, err := store.DecodeSteps(run.Steps)
+	if err != nil {
+		return nil, err
+	}
+	r.steps[k] = st
+	return st, nil
+}
+
+func (r *flowRunner) settingsOf(ctx context.Context, brandID int64) (*parley.BrandSettings, error) {
+	if set, ok := r.settings[brandID]; ok {
+		return set, nil
+	}
+	set, err := r.tx.BrandSettings(ctx, brandID)
+	if err != nil {
+		return nil, err
+	}
+	r.settings[brandID] = set
+	return set, nil
+}
+
+// advance takes run through its steps from run.Step until a wait or its
+// end.
+func (r *flowRunner) advance(ctx context.Context, run *store.DueRun) error {
+	steps, err := r.stepsOf(run)
+	if err != nil {
+		return err
+	}
+	u, err := r.tx.FindUserByID(ctx, run.BrandID, run.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return r.end(ctx, run, parley.RunExited, ExitContactDeleted)
+	} else if err != nil {
+		return err
+	}
+	now := r.tx.Now()
+	for {
+		if run.Step >= len(steps) {
+			return r.end(ctx, run, parley.RunCompleted, "")
+		}
+		st := steps[run.Step]
+		r.count(run.FlowID, run.Step, func(c *store.StepCounts) { c.Reached++ })
+		switch st.Type {
+		case parley.StepSend:
+			sent, err := r.send(ctx, run, st, u)
+			if err != nil {
+				return err
+			}
+			r.count(run.FlowID, run.Step, func(c *store.StepCounts) {
+				if sent {
+					c.Sent++
+				} else {
+					c.Skipped++
+				}
+			})
+			run.Step++
+		case parley.StepWait:
+			next := now.Add(time.Duration(st.Seconds) * time.Second)
+			return r.tx.MoveRun(ctx, run.ID, run.Step+1, &next)
+		case parley.StepWaitUntil:
+			set, err := r.settingsOf(ctx, run.BrandID)
+			if err != nil {
+				return err
+			}
+			next := nextClock(now, userZone(u, set), st.Time)
+			return r.tx.MoveRun(ctx, run.ID, run.Step+1, &next)
+		case parley.StepBranch:
+			ok, err := r.holds(ctx, run, st.If, u)
+			if err != nil {
+				return err
+			}
+			switch {
+			case ok:
+				run.Step++
+			case st.ElseStep != nil:
+				run.Step = *st.ElseStep
+			default:
+				return r.end(ctx, run, parley.RunExited, ExitBranch)
+			}
+		default:
+			return fmt.Errorf("unknown step type %q", st.Type)
+		}
+	}
+}
+
+// end ends the run; a completed one emits flow.completed (D21).
+func (r *flowRunner) end(ctx context.Context, run *store.DueRun, status, reason string) error {
+	var why *string
+	if reason != "" {
+		why = &reason
+	}
+	ended, err := r.tx.EndRun(ctx, run, status, why)
+	if err != nil || !ended || status != parley.RunCompleted {
+		return err
+	}
+	now := parley.NewTime(r.tx.Now())
+	run.Status, run.EndedAt, run.NextAt = status, &now, nil
+	return r.s.emit(ctx, r.tx, run.BrandID, parley.EventFlowCompleted, run.FlowRun)
+}
+
+// send writes the message of a send step, or skips it (D21): a MARKETING
+// message needs consent true now, and room under the frequency cap; no
+// message goes to a contact who opted out.
+func (r *flowRunner) send(ctx context.Context, run *store.DueRun, st parley.FlowStep, u *parley.User) (bool, error) {
+	consent := u.MessagingConsent
+	if consent != nil && !*consent {
+		return false, nil
+	}
+	if st.MessageType == parley.TypeMarketing {
+		if consent == nil {
+			return false, nil
+		}
+		set, err := r.settingsOf(ctx, run.BrandID)
+		if err != nil {
+			return false, err
+		}
+		if c := set.FrequencyCap; c != nil {
+			since := r.tx.Now().Add(-time.Duration(c.PerHours) * time.Hour)
+			n, err := r.tx.MarketingSentSince(ctx, run.BrandID, u.ID, since)
+			if err != nil {
+				return false, err
+			}
+			if n >= c.MaxMessages {
+				return false, nil
+			}
+		}
+	}
+	flowID := run.FlowID
+	m := &parley.Message{BrandID: run.BrandID, UserID: u.ID, Direction: parley.DirectionOutbound,
+		Status: parley.StatusQueued, Body: renderFlowBody(st.Body, u, run.Event), MediaItemUUIDs: st.MediaItemUUIDs,
+		Type: st.MessageType, DateCreated: parley.NewTime(r.tx.Now()), FlowID: &flowID}
+	ok, err := r.tx.InsertFlowMessage(ctx, m, run.ID, run.Step)
+	if err != nil || !ok {
+		return false, err
+	}
+	r.s.jobsOf(r.tx).Delivery(run.BrandID, m.ID)
+	return true, r.s.emit(ctx, r.tx, run.BrandID, parley.EventMessageQueued, m)
+}
+
+// holds evaluates a branch's condition for the run's contact (D21).
+func (r *flowRunner) holds(ctx context.Context, run *store.DueRun, c *parley.FlowCondition, u *parley.User) (bool, error) {
+	switch {
+	case c == nil:
+		return false, errors.New("branch without a condition")
+	case c.Replied != nil:
+		return r.tx.RepliedSince(ctx, run.BrandID, u.ID, run.EnteredAt.Time)
+	case c.Event != nil:
+		return r.tx.EventSince(ctx, u.ID, *c.Event, run.EnteredAt.Time)
+	case c.Criteria != nil:
+		ok, err := r.tx.UserMatches(ctx, run.BrandID, u.ID, *c.Criteria)
+		if parley.ErrorCode(err) == parley.EValidation {
+			// A segment the criteria name changed past D14's limits
+			// since the flow was saved: the condition cannot hold.
+			r.s.logger.Warn("flows: a branch's criteria cannot be evaluated", "flow_id", run.FlowID, "err", err)
+			return false, nil
+		}
+		return ok, err
+	}
+	return false, errors.New("branch without a condition")
+}
+
+// userZone is where a contact's local times are measured (D17): the
+// ZIP's zone, else the number's, else the brand's.
+func userZone(u *parley.User, set *parley.BrandSettings) *time.Location {
+	zip := ""
+	if u.Location != nil && u.Location.TimeZone != nil {
+		zip = *u.Location.TimeZone
+	}
+	return sendwindow.Zones(zip, u.PhoneNumber, set.TimeZone)[0]
+}
+
+// nextClock is the first time at or after now that is hh:mm in loc.
+func nextClock(now time.Time, loc *time.Location, hhmm string) time.Time {
+	h, _ := strconv.Atoi(hhmm[:2])
+	m, _ := strconv.Atoi(hhmm[3:])
+	local := now.In(loc)
+	t := time.Date(local.Year(), local.Month(), local.Day(), h, m, 0, 0, loc)
+	if t.Before(now) {
+		t = time.Date(local.Year(), local.Month(), local.Day()+1, h, m, 0, 0, loc)
+	}
+	return t
+}
+
+// renderFlowBody fills the body's placeholders in for the contact and,
+// in an event-triggered run, the event's properties (D21).
+func renderFlowBody(body string, u *parley.User, event json.RawMessage) string {
+	t, err := placeholder.Parse(body)
+	if err != nil || t.Static() {
+		return body // checked when saved; a body that does not parse goes as written
+	}
+	v := placeholder.Values{FirstName: deref(u.FirstName), LastName: deref(u.LastName)}
+	if t.Uses(placeholder.Custom) && len(u.CustomData) > 0 {
+		var m map[string]any
+		if json.Unmarshal(u.CustomData, &m) == nil {
+			v.Custom = placeholder.FromMap(m)
+		}
+	}
+	if t.Uses(placeholder.Event) && len(event) > 0 {
+		var m map[string]any
+		if json.Unmarshal(event, &m) == nil {
+			v.Event = placeholder.FromMap(m)
+		}
+	}
+	return t.Render(v)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -421,7 +421,7 @@ func (c *Ctx) builderCriteria(rows []criterionRow, self int64) (criteria parley.
 			if parley.ErrorCode(err) != parley.EValidation {
 				return nil, nil, "", false, err
 			}
-			rows[i].Error, ok = plainRule(err), false
+			rows[i].Error, ok = segmentRule(err), false
 			continue
 		}
 		live, per = append(live, i), append(per, crs)
@@ -444,9 +444,9 @@ func (c *Ctx) builderCriteria(rows []criterionRow, self int64) (criteria parley.
 	return criteria, rowOf, "", true, nil
 }
 
-// plainRule is a service error's rule without the member it names, in
+// segmentRule is a service error's rule without the member it names, in
 // plain words where the service's are a developer's.
-func plainRule(err error) string {
+func segmentRule(err error) string {
 	m := parley.ErrorMessage(err)
 	if i := strings.Index(m, ": "); i >= 0 && strings.HasPrefix(m, "criteria") {
 		m = m[i+2:]
@@ -531,7 +531,7 @@ func segmentSave(c *Ctx) error {
 		if parley.ErrorCode(err) != parley.EValidation && parley.ErrorCode(err) != parley.ERateLimited {
 			return err
 		}
-		d.Live = &liveCount{Error: plainRule(err)}
+		d.Live = &liveCount{Error: segmentRule(err)}
 		return c.renderSegment(http.StatusOK, d, "")
 	}
 	o := parley.Origin{Source: parley.SourceConsole, Detail: c.Operator.Email}
@@ -552,7 +552,7 @@ func segmentSave(c *Ctx) error {
 	}
 	status, _ := statusOf(parley.ErrorCode(err))
 	if i := criterionIndex(errField(err)); i >= 0 && i < len(rowOf) {
-		d.Form.Rows[rowOf[i]].Error = plainRule(err)
+		d.Form.Rows[rowOf[i]].Error = segmentRule(err)
 	} else {
 		field := errField(err)
 		msg := parley.ErrorMessage(err)
@@ -561,7 +561,7 @@ func segmentSave(c *Ctx) error {
 			field = "name" // a name the brand uses, or none
 			msg = nameRule(err)
 		case strings.HasPrefix(field, "criteria"):
-			field, msg = "criteria", plainRule(err)
+			field, msg = "criteria", segmentRule(err)
 		}
 		d.Errors = map[string]string{field: msg}
 	}
@@ -638,7 +638,7 @@ func segmentCount(c *Ctx) error {
 	default:
 		return err
 	}
-	lc.Error = plainRule(err)
+	lc.Error = segmentRule(err)
 	return c.Fragment("count", lc)
 }
 

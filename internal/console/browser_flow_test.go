@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/parleyhq/parley"
@@ -65,5 +66,10 @@ func TestBrowserFlowWelcome(t *testing.T) {
 		b.Follow("1")
 		b.WaitText("In the flow")
 		b.checkPage()
+		// The contact's page lists the flows it is in (D21).
+		b.Go(fmt.Sprintf("/console/contacts/%d", u.ID))
+		b.WaitText("Flows")
+		b.WaitText("In the flow")
+		b.shot("contact-flows", phone)
 	}
 }

@@ -73,6 +73,10 @@ type contactView struct {
 	Reply        string
 	// OptedOut: no text can reach them (D8), so the reply box says so.
 	OptedOut bool
+	// Runs are the contact's ways through the brand's flows (D21), with
+	// each flow's name.
+	Runs      []*parley.FlowRun
+	FlowNames map[int64]string
 }
 
 type keyValue struct{ Key, Value string }
@@ -137,6 +141,19 @@ func (c *Ctx) contactView(u *parley.User) (*contactView, error) {
 		return nil, err
 	}
 	v.History, v.MoreHistory = hist, next != ""
+	if v.Runs, err = c.Service.UserRuns(c, c.BrandID(), u.ID, 20); err != nil {
+		return nil, err
+	}
+	if len(v.Runs) > 0 {
+		flows, _, err := c.Service.ListFlows(c, c.BrandID(), parley.FlowFilter{Limit: 100})
+		if err != nil {
+			return nil, err
+		}
+		v.FlowNames = map[int64]string{}
+		for _, f := range flows {
+			v.FlowNames[f.ID] = f.Name
+		}
+	}
 	if v.Conversation, err = c.conversation(u); err != nil {
 		return nil, err
 	}

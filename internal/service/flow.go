@@ -342,3 +342,9 @@ func (s *Service) CreateDemoFlows(ctx context.Context, brandID int64) (*parley.F
 		Active: parley.Some(false),
 	})
 }
+
+// UserRuns returns the contact's runs of the brand's flows, newest first
+// (the console's contact page, D21).
+func (s *Service) UserRuns(ctx context.Context, brandID, userID int64, limit int) ([]*parley.FlowRun, error) {
+	return s.db.UserRuns(ctx, brandID, userID, limit)
+}

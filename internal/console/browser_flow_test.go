@@ -45,6 +45,7 @@ func TestBrowserFlowWelcome(t *testing.T) {
 		b.Submit("Save flow")
 		b.WaitText("Saved.")
 		b.checkPage()
+		b.shot("flow-editor", phone)
 		flows, _, err := e.A.ListFlows(e.Ctx, parley.FlowFilter{})
 		if err != nil || len(flows) != 1 || !flows[0].Active || len(flows[0].Steps) != 3 || flows[0].Steps[1].Seconds != 2*86400 {
 			t.Fatalf("saved flow: %+v, %v", flows, err)
@@ -60,6 +61,7 @@ func TestBrowserFlowWelcome(t *testing.T) {
 		}
 		b.Go("/console/flows")
 		b.WaitText("When a contact opts in")
+		b.shot("flows", phone)
 		b.Follow("Welcome")
 		b.WaitText("For +14155550199 it reads: “Still there, friend?”")
 		b.Go("/console/flows")

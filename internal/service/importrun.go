@@ -436,31 +436,11 @@ func enumSpelling(f *parley.CustomField, v string) string {
 		}
 	}
 	for _, e := range f.AvailableEnumValues {
-		if asciiEqualFold(e, v) {
+		if equalFoldASCII(e, v) {
 			return e
 		}
 	}
 	return v
-}
-
-// asciiEqualFold is strings.EqualFold for ASCII letters only.
-func asciiEqualFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 func appendScalar(b []byte, typ int, v string) []byte {

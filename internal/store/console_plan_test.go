@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 )
@@ -12,19 +11,9 @@ import (
 // SQLite, whose plans do not depend on statistics. The PostgreSQL side is
 // measured by BenchmarkConsolePages.
 func TestConsoleQueryPlans(t *testing.T) {
-	if os.Getenv("PARLEY_TEST_ENGINE") == "postgres" {
-		t.Skip("SQLite's plans")
-	}
 	t.Parallel()
+	db := planDB(t)
 	ctx := context.Background()
-	db, err := Open(ctx, "sqlite:"+t.TempDir()+"/p.db", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		name, query, index string
 		args               []any
@@ -41,7 +30,7 @@ func TestConsoleQueryPlans(t *testing.T) {
 		{"inbox, unassigned", qConversations(-1, true), "conversations_brand_assignee", []any{1, "open", 5, 9, 51}},
 		{"contacts by consent", qCountContacts, "COVERING INDEX users_brand_consent", []any{1}},
 	} {
-		p := queryPlan(t, db, c.query, c.args...)
+		p := db.Plan(ctx, c.query, c.args)
 		if !strings.Contains(p, c.index) || strings.Contains(p, "TEMP B-TREE") {
 			t.Errorf("%s: plan %q, want %s and no sort", c.name, p, c.index)
 		}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -15,19 +14,9 @@ import (
 // index serves reads a window along the sort's index. The PostgreSQL side
 // is measured by BenchmarkConsolePages.
 func TestContactListPlans(t *testing.T) {
-	if os.Getenv("PARLEY_TEST_ENGINE") == "postgres" {
-		t.Skip("SQLite's plans")
-	}
 	t.Parallel()
+	db := planDB(t)
 	ctx := context.Background()
-	db, err := Open(ctx, "sqlite:"+t.TempDir()+"/p.db", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	crit := []parley.SegmentCriterion{{Attribute: parley.SegmentAttribute{DimensionType: parley.DimensionContact,
 		FieldName: "city", FieldType: parley.CustomString}, OperatorType: parley.OpEquals, StrFieldValue: new("Brooklyn")}}
 	after := &ContactKey{Name: "ada", Activity: 5, ID: 10}

@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +52,30 @@ type dashboardView struct {
 	Received  int64
 	Chart     chart
 	Campaigns []campaignRow
+	// ConsentDays are the opt-ins and opt-outs of each day of the chart's
+	// span, in the brand's zone, newest first.
+	ConsentDays []consentDay
+}
+
+type consentDay struct {
+	Label   string
+	In, Out int64
+}
+
+// consentDays adds the hourly opt-ins and opt-outs up by day of zone.
+func consentDays(st *service.DashboardStats, zone *time.Location) []consentDay {
+	var days []consentDay
+	for i := range st.OptIns {
+		label := st.Since.Add(time.Duration(i) * time.Hour).In(zone).Format("Mon 2 Jan")
+		if len(days) == 0 || days[len(days)-1].Label != label {
+			days = append(days, consentDay{Label: label})
+		}
+		d := &days[len(days)-1]
+		d.In += st.OptIns[i]
+		d.Out += st.OptOuts[i]
+	}
+	slices.Reverse(days)
+	return days
 }
 
 // statusCount is a column of the 24-hour table: a plain label.
@@ -88,7 +113,7 @@ var dashboardStatuses = []struct{ key, label string }{
 }
 
 func newDashboardView(st *service.DashboardStats, zone *time.Location) dashboardView {
-	v := dashboardView{DashboardStats: st, Received: st.Last24h["received"]}
+	v := dashboardView{DashboardStats: st, Received: st.Last24h["received"], ConsentDays: consentDays(st, zone)}
 	for _, s := range dashboardStatuses {
 		v.Statuses = append(v.Statuses, statusCount{s.label, st.Last24h[s.key]})
 	}

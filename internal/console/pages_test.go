@@ -302,6 +302,11 @@ func TestDashboard(t *testing.T) {
 	if strings.Contains(p.Body, "Import contacts →") || strings.Contains(p.Body, "Create a campaign →") {
 		t.Errorf("the first steps still show with contacts and a campaign")
 	}
+	// Opt-ins and opt-outs per day (consent_hourly): brand A's one each today, not brand B's.
+	ny, _ := time.LoadLocation("America/New_York")
+	if want := "<td>" + e.Now().In(ny).Format("Mon 2 Jan") + "</td><td>1</td><td>1</td>"; !strings.Contains(p.Body, want) {
+		t.Errorf("opt-ins and opt-outs: want %q:\n%s", want, p.Body)
+	}
 	// 24 h: the delivered reply; the inbound text apart; the canceled one apart from failed.
 	if !strings.Contains(p.Body, "<td>0</td><td>0</td><td>1</td><td>0</td><td>0</td><td>1</td>") {
 		t.Errorf("24 h: want waiting 0, sent 0, delivered 1, not delivered 0, failed 0, canceled 1:\n%s", p.Body)

@@ -133,6 +133,9 @@ type DashboardStats struct {
 	// of hourly counts of outbound messages sent and delivered.
 	Since           time.Time
 	Sent, Delivered []int64
+	// OptIns and OptOuts count, per hour from Since, the contacts whose
+	// messaging_consent became true and false.
+	OptIns, OptOuts []int64
 	// At is when the figures were read.
 	At time.Time
 }
@@ -244,6 +247,10 @@ func (d *Dashboard) read(ctx context.Context, brandID int64, now time.Time) (*Da
 		return nil, err
 	}
 	st.Sent, st.Delivered, err = d.s.db.HourlySentDelivered(ctx, brandID, from, st.Since, ChartHours)
+	if err != nil {
+		return nil, err
+	}
+	st.OptIns, st.OptOuts, err = d.s.db.HourlyConsent(ctx, brandID, st.Since, ChartHours)
 	if err != nil {
 		return nil, err
 	}

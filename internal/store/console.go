@@ -235,3 +235,25 @@ func (db *DB) HourlySentDelivered(ctx context.Context, brandID, fromID int64, si
 	}
 	return sent, delivered, nil
 }
+
+// HourlyConsent returns, for each of hours hours from since (a whole UTC
+// hour), how many of the brand's contacts opted in and out (consent_hourly,
+// migration 00043: one primary-key range).
+func (db *DB) HourlyConsent(ctx context.Context, brandID int64, since time.Time, hours int) (ins, outs []int64, err error) {
+	ins, outs = make([]int64, hours), make([]int64, hours)
+	first := since.Unix() / 3600
+	rows, err := db.query(ctx, `SELECT hour, opt_ins, opt_outs FROM consent_hourly WHERE brand_id = ? AND hour >= ? AND hour < ?`,
+		brandID, first, first+int64(hours))
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: hourly consent: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h, in, out int64
+		if err := rows.Scan(&h, &in, &out); err != nil {
+			return nil, nil, fmt.Errorf("store: hourly consent: %w", err)
+		}
+		ins[h-first], outs[h-first] = in, out
+	}
+	return ins, outs, rows.Err()
+}

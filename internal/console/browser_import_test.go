@@ -28,9 +28,9 @@ func TestBrowserImport(t *testing.T) {
 			file := filepath.Join(dir, "spring list.csv")
 			os.WriteFile(file, []byte("Mobile,Name,Notes\n305.876.7787,Ann,vip\n(212) 555-0100,Bob,\n555-01,Cy,call back\n"), 0o600)
 			b.signIn("admin@a.example", password)
-			b.Follow("Imports")
+			b.Nav("Imports")
 			b.checkPage()
-			shot(b, "imports-"+width)
+			b.shot("imports", width == "phone")
 			e.startWorkers(t)
 
 			importFile := func(path, rows string) {
@@ -39,7 +39,7 @@ func TestBrowserImport(t *testing.T) {
 				b.WaitText("Match your columns")
 				b.do(chromedp.SendKeys(labelled("Name"), "First name"))
 				b.checkPage()
-				shot(b, "mapping-"+width)
+				b.shot("mapping", width == "phone")
 				b.Submit("Import contacts")
 				b.WaitText("Status: finished")
 				if txt := b.Text(); !strings.Contains(txt, rows) {
@@ -52,7 +52,7 @@ func TestBrowserImport(t *testing.T) {
 			if !strings.Contains(txt, "Rejected rows") || !strings.Contains(txt, "Invalid phone number [555-01]") {
 				t.Errorf("the rejected row is not shown with its error:\n%s", txt)
 			}
-			shot(b, "import-done-"+width)
+			b.shot("import-done", width == "phone")
 			if u := e.mustFindUser(t, "+13058767787"); u.FirstName == nil || *u.FirstName != "Ann" {
 				t.Errorf("305.876.7787 imported as %+v", u)
 			}
@@ -82,22 +82,4 @@ func TestBrowserImport(t *testing.T) {
 			}
 		})
 	}
-}
-
-// shot saves a screenshot of the page to $PARLEY_SHOTS/name.png when
-// PARLEY_SHOTS is set, for a person to look at.
-func shot(b *browser, name string) {
-	dir := os.Getenv("PARLEY_SHOTS")
-	if dir == "" {
-		return
-	}
-	b.t.Helper()
-	ctx, cancel := b.step()
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		b.t.Fatalf("screenshot: %v", err)
-	}
-	os.MkdirAll(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
 }

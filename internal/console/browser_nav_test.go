@@ -98,3 +98,13 @@ func (b *browser) eval(expr string) bool {
 	}
 	return ok
 }
+
+// Nav follows the nav's link that reads text as a person does: at phone
+// width the links are behind the Menu, which it opens first.
+func (b *browser) Nav(text string) {
+	b.t.Helper()
+	if !b.eval(`!!document.querySelector('.nav-wide').offsetParent`) {
+		b.do(chromedp.Click(chromedp.JSPath(`document.querySelector('.nav-menu summary')`)))
+	}
+	b.Follow(text)
+}

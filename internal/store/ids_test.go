@@ -28,11 +28,16 @@ var idRows = map[string]string{
 	// The segment is the one TestIDsNeverReused inserts first, never deleted.
 	"operators": `(brand_id, email, role, date_created) VALUES (%[1]d, 'op%[2]d@example.com', 'agent', 0)`,
 	"campaigns": `(brand_id, name, segment_id, type, status, send_at, date_created) VALUES (%[1]d, 'C%[2]d', (SELECT min(id) FROM segments WHERE brand_id = %[1]d), 'MARKETING', 'scheduled', 0, 0)`,
+	"flows":     `(brand_id, name, trigger_type, trigger_json, date_created, date_updated) VALUES (%[1]d, 'F%[2]d', 'created', '{}', 0, 0)`,
+	// The flow is the one TestIDsNeverReused inserts first, never deleted.
+	"flow_runs":   `(brand_id, flow_id, version, user_id, status, entered_at) VALUES (%[1]d, (SELECT min(id) FROM flows WHERE brand_id = %[1]d), 1, %[3]d, 'completed', 0)`,
+	"user_events": `(brand_id, user_id, name, occurred_at) VALUES (%[1]d, %[3]d, 'e%[2]d', 0)`,
 }
 
 // laterTables are the tables of idRows that migrations after 00007 create
 // with AUTOINCREMENT from the start.
-var laterTables = map[string]bool{"user_history": true, "campaigns": true, "operators": true}
+var laterTables = map[string]bool{"user_history": true, "campaigns": true, "operators": true,
+	"flows": true, "flow_runs": true, "user_events": true}
 
 // TestIDsNeverReused: an id once handed out is never handed out again, even
 // after its row, the highest, was deleted (#15). Otherwise a client holding
@@ -60,6 +65,7 @@ func TestIDsNeverReused(t *testing.T) {
 	user := insert("users", row("users", 0, 0))
 	endpoint := insert("webhook_endpoints", row("webhook_endpoints", 0, 0))
 	insert("segments", row("segments", 0, 0))
+	insert("flows", row("flows", 0, 0))
 	if _, err := db.Writer().ExecContext(ctx, fmt.Sprintf(`INSERT INTO events (id, brand_id, type, payload, date_created)
 	VALUES ('evt_ids', %d, 'user.created', '{}', 0)`, brand)); err != nil {
 		t.Fatal(err)

@@ -48,8 +48,19 @@ func settingsBrandSave(c *Ctx) error {
 		if parley.ErrorCode(err) != parley.EValidation {
 			return err
 		}
-		field := map[string]string{"name": "brand_name", "phone_number": "brand_phone", "default_country": "default_country"}[errField(err)]
-		f.Errors = map[string]string{field: brandErrorText(errField(err), parley.ErrorMessage(err))}
+		// Every refusal at once, each member checked alone.
+		all, cerr := c.Service.CheckBrandIdentity(c, c.BrandID(), u.BrandIdentityUpdate)
+		if cerr != nil {
+			return cerr
+		}
+		if len(all) == 0 {
+			all = []error{err}
+		}
+		f.Errors = map[string]string{}
+		for _, e := range all {
+			field := map[string]string{"name": "brand_name", "phone_number": "brand_phone", "default_country": "default_country"}[errField(e)]
+			f.Errors[field] = brandErrorText(errField(e), parley.ErrorMessage(e))
+		}
 		return c.renderSettings(http.StatusUnprocessableEntity, settingsData{Brand: f}, "The brand was not saved: see below.")
 	}
 	c.console.Logger.InfoContext(c, "console: brand name, number or country changed", "brand_id", c.BrandID(),

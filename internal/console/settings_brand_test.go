@@ -39,6 +39,14 @@ func TestSettingsBrand(t *testing.T) {
 		!strings.Contains(p.Body, `id="brand_phone-error"`) {
 		t.Errorf("another brand's number: %d\n%s", p.Status, p.Body)
 	}
+	// Every error at once (issue #32): a blank name, a bad number and no
+	// country are all shown, and nothing is saved.
+	p = w.post("/console/settings/brand", url.Values{"brand_name": {" "}, "brand_phone": {"12"}, "default_country": {"XX"}})
+	for _, id := range []string{`id="brand_name-error"`, `id="brand_phone-error"`, `id="default_country-error"`} {
+		if p.Status != http.StatusUnprocessableEntity || !strings.Contains(p.Body, id) {
+			t.Errorf("three bad members: %d, want %s shown", p.Status, id)
+		}
+	}
 	if st, _ := e.App.Service.BrandSettings(e.Ctx, e.BrandA.ID); st.Name != "Acme Coffee" || st.PhoneNumber != "+14155550177" {
 		t.Errorf("a refused save changed the brand: %+v", st)
 	}

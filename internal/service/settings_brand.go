@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -66,4 +67,30 @@ func (s *Service) updateBrandIdentity(ctx context.Context, tx *store.Tx, brandID
 	}
 	st.BrandIdentity = b
 	return tx.SaveBrandIdentity(ctx, brandID, b)
+}
+
+// errCheckOnly rolls CheckBrandIdentity's transaction back.
+var errCheckOnly = errors.New("service: check only")
+
+// CheckBrandIdentity returns the refusal of each of u's members, each
+// checked alone, so a form can show every error at once (issue #32);
+// nothing is written.
+func (s *Service) CheckBrandIdentity(ctx context.Context, brandID int64, u parley.BrandIdentityUpdate) ([]error, error) {
+	var refused []error
+	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+		refused = nil
+		for _, one := range []parley.BrandIdentityUpdate{{Name: u.Name}, {PhoneNumber: u.PhoneNumber}, {DefaultCountry: u.DefaultCountry}} {
+			err := s.updateBrandIdentity(ctx, tx, brandID, one, &parley.BrandSettings{})
+			if parley.ErrorCode(err) == parley.EValidation {
+				refused = append(refused, err)
+			} else if err != nil {
+				return err
+			}
+		}
+		return errCheckOnly
+	})
+	if !errors.Is(err, errCheckOnly) {
+		return nil, err
+	}
+	return refused, nil
 }

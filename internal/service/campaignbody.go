@@ -55,6 +55,9 @@ type fieldLister interface {
 // its custom data as stored (a JSON object, "" for none).
 type Contact struct {
 	FirstName, LastName, CustomData string
+	// Event is the properties of the event that started a flow's run
+	// ({{event.…}}, D21); nil outside event-triggered flows.
+	Event json.RawMessage
 }
 
 // bodyRenderer fills a campaign's body in per recipient. A body stored
@@ -84,6 +87,12 @@ func (r bodyRenderer) render(body string, c Contact) string {
 		var m map[string]any
 		if json.Unmarshal([]byte(c.CustomData), &m) == nil {
 			v.Custom = placeholder.FromMap(m)
+		}
+	}
+	if len(c.Event) > 0 && r.t.Uses(placeholder.Event) {
+		var m map[string]any
+		if json.Unmarshal(c.Event, &m) == nil {
+			v.Event = placeholder.FromMap(m)
 		}
 	}
 	return r.t.Render(v)

@@ -469,7 +469,7 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 			}
 			for _, r := range recipients {
 				rc := contacts[r.UserID]
-				bodies[r.MessageID] = render.render(c.Body, Contact{rc.FirstName, rc.LastName, rc.CustomData})
+				bodies[r.MessageID] = render.render(c.Body, Contact{FirstName: rc.FirstName, LastName: rc.LastName, CustomData: rc.CustomData})
 			}
 			if err := tx.SetMessageBodies(ctx, brandID, bodies); err != nil {
 				return err

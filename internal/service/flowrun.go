@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/internal/placeholder"
 	"github.com/parleyhq/parley/internal/sendwindow"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -310,26 +309,11 @@ func nextClock(now time.Time, loc *time.Location, hhmm string) time.Time {
 }
 
 // renderFlowBody fills the body's placeholders in for the contact and,
-// in an event-triggered run, the event's properties (D21).
+// in an event-triggered run, the event's properties (D21), as a
+// campaign's are.
 func renderFlowBody(body string, u *parley.User, event json.RawMessage) string {
-	t, err := placeholder.Parse(body)
-	if err != nil || t.Static() {
-		return body // checked when saved; a body that does not parse goes as written
-	}
-	v := placeholder.Values{FirstName: deref(u.FirstName), LastName: deref(u.LastName)}
-	if t.Uses(placeholder.Custom) && len(u.CustomData) > 0 {
-		var m map[string]any
-		if json.Unmarshal(u.CustomData, &m) == nil {
-			v.Custom = placeholder.FromMap(m)
-		}
-	}
-	if t.Uses(placeholder.Event) && len(event) > 0 {
-		var m map[string]any
-		if json.Unmarshal(event, &m) == nil {
-			v.Event = placeholder.FromMap(m)
-		}
-	}
-	return t.Render(v)
+	return RenderBody(body, Contact{FirstName: deref(u.FirstName), LastName: deref(u.LastName),
+		CustomData: string(u.CustomData), Event: event})
 }
 
 func deref(s *string) string {

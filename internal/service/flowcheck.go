@@ -3,6 +3,7 @@ package service
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -128,20 +129,11 @@ func decodeTrigger(raw parley.RawMember, sc flowScope) (parley.FlowTrigger, erro
 	}
 	for member, set := range map[string]bool{"keyword": in.Keyword.Set, "segment_id": in.SegmentID.Set,
 		"name": in.Name.Set, "field_name": in.FieldName.Set, "offset_days": in.OffsetDays.Set, "time": in.Time.Set} {
-		if set && !contains(allowed, member) {
+		if set && !slices.Contains(allowed, member) {
 			return t, invalid("trigger."+member, "not a member of a "+t.Type+" trigger")
 		}
 	}
 	return t, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // isDateField reports whether name is a DATE contact field a date trigger

@@ -165,7 +165,7 @@ func (db *DB) ContactList(ctx context.Context, brandID int64, q ContactQuery) (*
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.query(ctx, text, args...)
+	rows, err := db.query(ctx, text, db.customPlan(args)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: contact list: %w", err)
 	}
@@ -296,7 +296,7 @@ func (db *DB) CountContactList(ctx context.Context, brandID int64, q ContactQuer
 			strconv.Itoa(ContactWindow) + `) u WHERE ` + where + idx
 		args = append(append([]any{brandID, brandID}, wargs...), idxArgs...)
 		var seen int64
-		if err := db.queryRow(ctx, text, args...).Scan(&c.N, &seen); err != nil {
+		if err := db.queryRow(ctx, text, db.customPlan(args)...).Scan(&c.N, &seen); err != nil {
 			return c, fmt.Errorf("store: count contact list: %w", err)
 		}
 		if seen == int64(ContactWindow) {
@@ -304,7 +304,7 @@ func (db *DB) CountContactList(ctx context.Context, brandID int64, q ContactQuer
 		}
 		return c, nil
 	}
-	if err := db.queryRow(ctx, text, args...).Scan(&c.N); err != nil {
+	if err := db.queryRow(ctx, text, db.customPlan(args)...).Scan(&c.N); err != nil {
 		return c, fmt.Errorf("store: count contact list: %w", err)
 	}
 	if c.N > ContactCountCap {

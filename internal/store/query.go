@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // ErrNotFound is returned when a row does not exist in the brand's scope.
@@ -41,6 +43,20 @@ func (tx *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 // query runs a multi-row query on the reader pool.
 func (db *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return db.read.QueryContext(ctx, db.rebind(query), args...)
+}
+
+// customPlan marks a statement whose best plan depends on its arguments'
+// values, for PostgreSQL to plan each time it runs. pgx's statement cache
+// otherwise prepares it, and after five runs PostgreSQL may keep one
+// generic plan for every value: for a filter such as a state, planned for
+// the average value's many rows, a state with no contact then reads all
+// of the brand's (measured at 1,000,000 contacts: 130 – 360 ms instead of
+// 0.03 ms; issue #32).
+func (db *DB) customPlan(args []any) []any {
+	if db.engine != "postgres" {
+		return args
+	}
+	return append([]any{pgx.QueryExecModeExec}, args...)
 }
 
 // queryRow runs a single-row query on the reader pool.

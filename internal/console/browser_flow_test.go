@@ -11,7 +11,9 @@ import (
 // "Welcome" flow in Chromium: the editor starts with a welcome message,
 // a wait and a second message are added with buttons, a keyword Parley
 // answers itself is refused next to its field and nothing is saved; once
-// saved and on, a contact who opts in gets the first message (D21). At
+// saved and on, a contact who opts in gets the first message (D21). The
+// editor checks the flow as it is typed, and shows the messages filled
+// in for a sample contact, without saving (issue #33). At
 // desktop and phone width.
 func TestBrowserFlowWelcome(t *testing.T) {
 	t.Parallel()
@@ -31,7 +33,16 @@ func TestBrowserFlowWelcome(t *testing.T) {
 		b.Submit("Add a wait")
 		b.Fill("Step 2: wait for", "2")
 		b.Submit("Add a message")
+		// The editor checks as the marketer types, before any save.
+		b.Fill("Step 3 message", "Still there, {{frist_name}}?")
+		b.WaitText("Before you can save, fix this:")
+		b.WaitText("Step 3 message: ")
+		b.shot("flow-editor-check", phone)
 		b.Fill("Step 3 message", "Still there, {{first_name | \"friend\"}}?")
+		b.WaitText("Ready to save: nothing to fix.")
+		if n := e.Count(t, "flows"); n != 0 {
+			t.Fatalf("checking the flow stored it: %d", n)
+		}
 		b.checkPage()
 		b.Choose("When", "keyword")
 		b.Fill(`Keyword (for "texts a keyword")`, "stop")

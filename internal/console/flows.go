@@ -1,7 +1,9 @@
 package console
 
 import (
+	"cmp"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -29,6 +31,10 @@ func init() {
 	Register(Page{
 		Path: "flows/{id}", Title: "Flow", Admin: true,
 		Template: "flow.html", Get: flowEdit, Post: flowPost,
+	})
+	Register(Page{
+		Path: "flows/check", Title: "New flow", Admin: true,
+		Template: "flow.html", Post: flowCheck,
 	})
 	Register(Page{
 		Path: "flows/{id}/runs", Title: "Runs", Admin: true,
@@ -188,6 +194,57 @@ type flowData struct {
 
 // Preview returns step i's message as the sample contact would read it.
 func (d flowData) Preview(i int) string { return d.Previews[i] }
+
+// problem is an error of the form in the words of its field.
+type problem struct{ Label, Msg string }
+
+// Problems are the form's errors in its order, each named as its field is
+// labelled.
+func (d flowData) Problems() []problem {
+	var out []problem
+	for _, k := range slices.SortedFunc(maps.Keys(d.Errors), formOrder) {
+		out = append(out, problem{fieldLabel(k), d.Errors[k]})
+	}
+	return out
+}
+
+// memberLabels name the API's members as the editor labels their fields.
+var memberLabels = map[string]string{
+	"name": "Name", "trigger": "When", "trigger.type": "When", "trigger.keyword": "Keyword",
+	"trigger.segment_id": "Segment", "trigger.name": "Event name", "trigger.field_name": "Date",
+	"trigger.offset_days": "Days after the date", "trigger.time": "At", "reentry_seconds": "Go through again after",
+	"steps": "Steps", "body": "message", "message_type": "kind of message", "seconds": "wait for",
+	"time": "until", "if": "the condition", "else_step": "otherwise",
+}
+
+// fieldLabel names an error's key (formKey) as the editor labels it.
+func fieldLabel(key string) string {
+	if rest, ok := strings.CutPrefix(key, "steps["); ok {
+		i, member, _ := strings.Cut(rest, "].")
+		n, _ := strconv.Atoi(i)
+		return "Step " + strconv.Itoa(n+1) + " " + cmp.Or(memberLabels[member], member)
+	}
+	return cmp.Or(memberLabels[key], key)
+}
+
+// formOrder orders error keys as their fields come in the editor: the
+// name and the trigger's members, then the steps by number.
+func formOrder(a, b string) int {
+	rank := func(k string) (int, string) {
+		if rest, ok := strings.CutPrefix(k, "steps["); ok {
+			i, member, _ := strings.Cut(rest, "]")
+			n, _ := strconv.Atoi(i)
+			return 2 + n, member
+		}
+		if k == "steps" {
+			return 1, k
+		}
+		return 0, k
+	}
+	ra, ma := rank(a)
+	rb, mb := rank(b)
+	return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(ma, mb))
+}
 
 // Err returns the error of a field of the form.
 func (d flowData) Err(key string) string { return d.Errors[key] }
@@ -386,20 +443,9 @@ func flowPost(c *Ctx) error {
 
 // saveFlow creates or updates the flow from the form.
 func (c *Ctx) saveFlow(f flowForm) error {
-	errs := map[string]string{}
-	trigger, steps := f.json(errs)
+	in, errs := flowInput(f)
 	if len(errs) > 0 {
 		return c.renderFlow(http.StatusUnprocessableEntity, flowData{Form: f, Errors: errs}, "The flow was not saved: see below.")
-	}
-	in := parley.FlowCreate{Name: parley.Some(f.Name), Trigger: parley.Some(parley.RawMember(trigger)),
-		Steps: parley.Some(parley.RawMember(steps)), Active: parley.Some(f.Active), ReentrySeconds: parley.Null[int64]()}
-	if f.ReentryDays != "" {
-		days, err := strconv.ParseFloat(f.ReentryDays, 64)
-		if err != nil || days < 0 {
-			errs["reentry_seconds"] = "Enter a number of days, or leave it empty to let a contact go through once only."
-			return c.renderFlow(http.StatusUnprocessableEntity, flowData{Form: f, Errors: errs}, "The flow was not saved: see below.")
-		}
-		in.ReentrySeconds = parley.Some(int64(days * 86400))
 	}
 	o := parley.Origin{Source: parley.SourceConsole, Detail: c.Operator.Email}
 	var saved *parley.Flow
@@ -410,15 +456,62 @@ func (c *Ctx) saveFlow(f flowForm) error {
 		saved, err = c.Service.UpdateFlow(c, o, c.BrandID(), f.ID, parley.FlowUpdate(in))
 	}
 	if err != nil {
-		switch parley.ErrorCode(err) {
-		case parley.EValidation, parley.ESegmentNotFound, parley.EInvalidMediaItem:
-		default:
+		if err := refusal(err, errs); err != nil {
 			return err
 		}
-		errs[formKey(errField(err))] = plainRule(err)
 		return c.renderFlow(http.StatusUnprocessableEntity, flowData{Form: f, Errors: errs}, "The flow was not saved: see below.")
 	}
 	return c.Redirect("flows/" + strconv.FormatInt(saved.ID, 10) + "?saved=1")
+}
+
+// flowCheck answers the editor's live check (static/live.js posts the
+// form as it changes): what saving would refuse, each in the words of
+// its field, and the messages filled in for the sample contact. It saves
+// nothing.
+func flowCheck(c *Ctx) error {
+	f := readFlowForm(c)
+	in, errs := flowInput(f)
+	if len(errs) == 0 {
+		if err := refusal(c.Service.CheckFlow(c, c.BrandID(), in), errs); err != nil {
+			return err
+		}
+	}
+	d := flowData{Form: f, Errors: errs}
+	if err := c.flowPreviews(&d); err != nil {
+		return err
+	}
+	return c.Fragment("flow-check", d)
+}
+
+// flowInput is the API's input of the form; what the form alone can tell
+// is wrong is in errs, keyed by the API's member names.
+func flowInput(f flowForm) (parley.FlowCreate, map[string]string) {
+	errs := map[string]string{}
+	trigger, steps := f.json(errs)
+	in := parley.FlowCreate{Name: parley.Some(f.Name), Trigger: parley.Some(parley.RawMember(trigger)),
+		Steps: parley.Some(parley.RawMember(steps)), Active: parley.Some(f.Active), ReentrySeconds: parley.Null[int64]()}
+	if f.ReentryDays != "" {
+		days, err := strconv.ParseFloat(f.ReentryDays, 64)
+		if err != nil || days < 0 {
+			errs["reentry_seconds"] = "Enter a number of days, or leave it empty to let a contact go through once only."
+		}
+		in.ReentrySeconds = parley.Some(int64(days * 86400))
+	}
+	return in, errs
+}
+
+// refusal puts the service's refusal of a flow in errs next to its
+// field; an error that is not a refusal is returned.
+func refusal(err error, errs map[string]string) error {
+	if err == nil {
+		return nil
+	}
+	switch parley.ErrorCode(err) {
+	case parley.EValidation, parley.ESegmentNotFound, parley.EInvalidMediaItem:
+		errs[formKey(errField(err))] = plainRule(err)
+		return nil
+	}
+	return err
 }
 
 // formKey is the editor's key of an API member: a step's first member

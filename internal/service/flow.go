@@ -23,6 +23,35 @@ func flowScopeOf(ctx context.Context, tx *store.Tx, brandID int64) (flowScope, e
 // CreateFlow checks in (D21) and stores the flow; bad input is a
 // validation_error naming the member, and nothing is stored.
 func (s *Service) CreateFlow(ctx context.Context, o parley.Origin, brandID int64, in parley.FlowCreate) (*parley.Flow, error) {
+	var f *parley.Flow
+	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
+		var err error
+		if f, err = checkFlow(ctx, tx, brandID, in); err != nil {
+			return err
+		}
+		if err := tx.InsertFlow(ctx, f); err != nil {
+			return err
+		}
+		tx.Answer(f)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// CheckFlow answers what CreateFlow would refuse in, and stores nothing:
+// the console's editor checks a flow as it is written (issue #33).
+func (s *Service) CheckFlow(ctx context.Context, brandID int64, in parley.FlowCreate) error {
+	return s.db.WithTx(ctx, func(tx *store.Tx) error {
+		_, err := checkFlow(ctx, tx, brandID, in)
+		return err
+	})
+}
+
+// checkFlow checks a new flow's members against the brand in tx (D21).
+func checkFlow(ctx context.Context, tx *store.Tx, brandID int64, in parley.FlowCreate) (*parley.Flow, error) {
 	name, err := checkFlowName(in.Name)
 	if err != nil {
 		return nil, err
@@ -41,27 +70,17 @@ func (s *Service) CreateFlow(ctx context.Context, o parley.Origin, brandID int64
 		return nil, invalid("active", "must be true or false")
 	}
 	f := &parley.Flow{BrandID: brandID, Name: name, Active: in.Active.Value, ReentrySeconds: reentry}
-	err = s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
-		sc, err := flowScopeOf(ctx, tx, brandID)
-		if err != nil {
-			return err
-		}
-		if f.Trigger, err = decodeTrigger(in.Trigger.Value, sc); err != nil {
-			return err
-		}
-		if f.Steps, err = decodeSteps(in.Steps.Value, sc); err != nil {
-			return err
-		}
-		if err := checkStepContent(ctx, tx, brandID, f.Trigger, f.Steps); err != nil {
-			return err
-		}
-		if err := tx.InsertFlow(ctx, f); err != nil {
-			return err
-		}
-		tx.Answer(f)
-		return nil
-	})
+	sc, err := flowScopeOf(ctx, tx, brandID)
 	if err != nil {
+		return nil, err
+	}
+	if f.Trigger, err = decodeTrigger(in.Trigger.Value, sc); err != nil {
+		return nil, err
+	}
+	if f.Steps, err = decodeSteps(in.Steps.Value, sc); err != nil {
+		return nil, err
+	}
+	if err := checkStepContent(ctx, tx, brandID, f.Trigger, f.Steps); err != nil {
 		return nil, err
 	}
 	return f, nil

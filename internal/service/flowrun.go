@@ -40,7 +40,21 @@ const (
 	ExitOptedOut       = "opted_out"
 	ExitContactDeleted = "contact_deleted"
 	ExitFlowDeleted    = "flow_deleted"
+	ExitError          = "error"
 )
+
+// maxRunFailures is how many times a run's step may fail before the run
+// ends exited with ExitError; in between, the run is put off, a minute
+// after its first failure, doubling up to an hour (about four hours in
+// all), so that a failure that passes (the database unreachable for a
+// while) costs a delay and one that does not (a flow's stored steps that
+// no longer decode) ends the run.
+const maxRunFailures = 10
+
+// runRetryDelay is how long a run waits after its nth failure.
+func runRetryDelay(n int) time.Duration {
+	return min(time.Minute<<min(n-1, 6), time.Hour)
+}
 
 // wakeFlows tells this node's runner that a run may be due now.
 func (s *Service) wakeFlows() {
@@ -79,24 +93,48 @@ func (s *Service) RunFlows(ctx context.Context) {
 
 // RunDueFlowSteps does the due steps of one batch of runs and returns how
 // many runs it took.
+//
+// A run whose step fails rolls its batch back; that run alone is then put
+// off (failRun), and the next batch does the others' steps without it: one
+// bad run never holds up the rest.
 func (s *Service) RunDueFlowSteps(ctx context.Context) (int, error) {
 	n := 0
+	var failed *store.DueRun
 	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
 		runs, err := tx.DueRuns(ctx, flowBatch)
 		if err != nil {
 			return err
 		}
-		n = len(runs)
+		n, failed = len(runs), nil
 		r := &flowRunner{s: s, tx: tx, counts: map[int64]map[int]store.StepCounts{},
 			steps: map[[2]int64][]parley.FlowStep{}, settings: map[int64]*parley.BrandSettings{}}
 		for _, run := range runs {
 			if err := r.advance(ctx, run); err != nil {
+				failed = run
 				return fmt.Errorf("flow %d run %d: %w", run.FlowID, run.ID, err)
 			}
 		}
 		return tx.CountSteps(ctx, r.counts)
 	})
+	if err != nil && failed != nil && ctx.Err() == nil {
+		return n, s.failRun(ctx, failed, err)
+	}
 	return n, err
+}
+
+// failRun puts a run whose step failed with cause off, or ends it exited
+// with ExitError after maxRunFailures.
+func (s *Service) failRun(ctx context.Context, run *store.DueRun, cause error) error {
+	n := run.Failures + 1
+	s.logger.Error("flows: a run's step failed", "flow", run.FlowID, "run", run.ID, "step", run.Step, "failures", n, "err", cause)
+	return s.db.WithTx(ctx, func(tx *store.Tx) error {
+		if n < maxRunFailures {
+			return tx.PutOffRun(ctx, run.ID, tx.Now().Add(runRetryDelay(n)))
+		}
+		reason := ExitError
+		_, err := tx.EndRun(ctx, run, parley.RunExited, &reason)
+		return err
+	})
 }
 
 // flowRunner does one batch's steps in its transaction.

@@ -186,13 +186,15 @@ type DueRun struct {
 	Steps string
 	// Event is the triggering event's properties, or nil.
 	Event json.RawMessage
+	// Failures counts the times its step failed (PutOffRun).
+	Failures int
 }
 
 // The statements on due runs spell status 'active' out: a partial index
 // (flow_runs_due) serves a query only when its condition is in the text.
 
 const qDueRuns = `SELECT r.id, r.flow_id, r.user_id, r.status, r.step, r.entered_at, r.next_at, r.ended_at, r.exit_reason,
-	r.brand_id, r.version, v.steps, r.event
+	r.brand_id, r.version, v.steps, r.event, r.failures
 	FROM flow_runs r JOIN flow_versions v ON v.flow_id = r.flow_id AND v.version = r.version
 	WHERE r.status = 'active' AND r.next_at <= ? ORDER BY r.next_at LIMIT ?`
 
@@ -220,7 +222,7 @@ func (tx *Tx) DueRuns(ctx context.Context, limit int) ([]*DueRun, error) {
 		var next, ended sql.NullInt64
 		var reason, event sql.NullString
 		if err := rows.Scan(&d.ID, &d.FlowID, &d.UserID, &d.Status, &d.Step, &entered, &next, &ended, &reason,
-			&d.BrandID, &d.Version, &d.Steps, &event); err != nil {
+			&d.BrandID, &d.Version, &d.Steps, &event, &d.Failures); err != nil {
 			return nil, fmt.Errorf("store: due runs: %w", err)
 		}
 		d.EnteredAt = parley.Time{Time: fromMicros(entered)}
@@ -255,6 +257,16 @@ func (tx *Tx) MoveRun(ctx context.Context, runID int64, step int, next *time.Tim
 	}
 	if _, err := tx.exec(ctx, `UPDATE flow_runs SET step = ?, next_at = ? WHERE id = ?`, step, at, runID); err != nil {
 		return fmt.Errorf("store: move run: %w", err)
+	}
+	return nil
+}
+
+// PutOffRun counts a failure of the run's step and makes it due again at
+// next, at the same step.
+func (tx *Tx) PutOffRun(ctx context.Context, runID int64, next time.Time) error {
+	if _, err := tx.exec(ctx, `UPDATE flow_runs SET failures = failures + 1, next_at = ? WHERE id = ? AND status = ?`,
+		micros(next), runID, parley.RunActive); err != nil {
+		return fmt.Errorf("store: put off run: %w", err)
 	}
 	return nil
 }

@@ -71,6 +71,8 @@ func runStatus(r *parley.FlowRun) string {
 		return "Left: the contact was deleted"
 	case "branch_condition_false":
 		return "Left: a condition was not met"
+	case "error":
+		return "Stopped: its next step failed ten times (see the server's log)"
 	}
 	return "Left early"
 }

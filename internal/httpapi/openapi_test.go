@@ -1299,7 +1299,7 @@ func TestOpenAPIFlows(t *testing.T) {
 		}
 	}
 	reasons := sortedSlice([]string{service.ExitBranch, service.ExitStop, service.ExitOptedOut,
-		service.ExitContactDeleted, service.ExitFlowDeleted})
+		service.ExitContactDeleted, service.ExitFlowDeleted, service.ExitError})
 	if d := diff(stringSet(at("RunExitReason")["enum"]), reasons); d != "" {
 		t.Errorf("RunExitReason enum: %s", d)
 	}

@@ -44,6 +44,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	rate := fs.Float64("rate", 0, "open loop: requests per second on a fixed schedule, latency counted from each request's due time; 0 runs closed loop (each connection sends when answered)")
 	users := fs.Int("users", 1000, "users created before the run for lookup, update, send and mixed")
 	criteriaFile := fs.String("criteria", "", "with --scenario segments: a JSON file of the segment's criteria as POST /segments takes them (D14), over the seeded fields tier (STRING enum gold, silver, bronze), age (INTEGER) and note (STRING); default issue #16's segment")
+	keep := fs.Bool("keep", false, "with --scenario segments: leave its database behind (the SQLite file or the PostgreSQL schema is printed) to study plans on it")
 	probeRate := fs.Float64("probe-rate", 10, "with --scenario campaign: transactional messages a second sent while the campaign drains")
 	hardening := fs.Bool("hardening", false, "send an Idempotency-Key on every POST, and with --self run the server with its replay cache and rate limiter on (at a limit never reached); without it, a --self server runs with all three off")
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
@@ -83,7 +84,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 				return fmt.Errorf("bench: --criteria: %w", err)
 			}
 		}
-		res, err := bench.RunSegments(ctx, bench.SegmentOptions{DB: *db, Users: n, Duration: *duration, Progress: stderr, Criteria: criteria})
+		res, err := bench.RunSegments(ctx, bench.SegmentOptions{DB: *db, Users: n, Duration: *duration, Progress: stderr, Criteria: criteria, Keep: *keep})
 		if err != nil {
 			return err
 		}

@@ -41,6 +41,9 @@ type SegmentOptions struct {
 	// #16 segment. They may name the seeded custom fields tier (STRING,
 	// enum gold, silver, bronze), age (INTEGER) and note (STRING).
 	Criteria []byte
+	// Keep leaves the database behind (--keep: its path or schema is
+	// printed), to study the segment's plans on the data measured.
+	Keep bool
 }
 
 // SegmentTarget is what the scenario measures: a segment's count and one
@@ -119,7 +122,6 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
 	dsn := o.DB
 	if dsn == "" {
 		dsn = "sqlite:" + filepath.Join(dir, "parley.db")
@@ -128,8 +130,15 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 		if err != nil {
 			return nil, err
 		}
-		defer drop()
+		if !o.Keep {
+			defer drop()
+		}
 		dsn = schemaDSN
+	}
+	if o.Keep {
+		defer fmt.Fprintf(o.Progress, "kept the database: %s\n", dsn)
+	} else {
+		defer os.RemoveAll(dir)
 	}
 	db, err := app.OpenDB(ctx, dsn, store.Options{})
 	if err != nil {

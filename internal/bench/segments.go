@@ -135,9 +135,9 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 		}
 		dsn = schemaDSN
 	}
-	if o.Keep {
+	if o.Keep && o.Progress != nil {
 		defer fmt.Fprintf(o.Progress, "kept the database: %s\n", dsn)
-	} else {
+	} else if !o.Keep {
 		defer os.RemoveAll(dir)
 	}
 	db, err := app.OpenDB(ctx, dsn, store.Options{})

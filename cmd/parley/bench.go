@@ -38,11 +38,13 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return bench.ServeTrivial(ctx, addr, stdout)
 	}
 	fs := newFlags("bench")
-	scenario := fs.String("scenario", bench.ScenarioMixed, "create-users, lookup, update, send, mixed (70 % reads, 25 % writes, 5 % sends), ceiling (a trivial net/http handler; with --self), segments (issue #16: seeds --users contacts, default 1,000,000, into a database of its own, then times a segment's count and pages of 100 members in process), or campaign (issue #21: seeds --users consenting contacts, default 100,000, sends them one campaign and times it from send_at to written and to delivered, with --probe-rate transactional messages a second timed while it drains)")
+	scenario := fs.String("scenario", bench.ScenarioMixed, "create-users, lookup, update, send, mixed (70 % reads, 25 % writes, 5 % sends), ceiling (a trivial net/http handler; with --self), segments (issue #16: imports --users contacts, default 1,000,000, into a database of its own as parley import does, then times a segment's count, preview and pages of 100 members in process; --criteria FILE for any segment), or campaign (issue #21: seeds --users consenting contacts, default 100,000, sends them one campaign and times it from send_at to written and to delivered, with --probe-rate transactional messages a second timed while it drains)")
 	duration := fs.Duration("duration", 20*time.Second, "length of the timed run (seeding users before it is not timed)")
 	concurrency := fs.Int("concurrency", 64, "connections, and so requests in flight at most")
 	rate := fs.Float64("rate", 0, "open loop: requests per second on a fixed schedule, latency counted from each request's due time; 0 runs closed loop (each connection sends when answered)")
 	users := fs.Int("users", 1000, "users created before the run for lookup, update, send and mixed")
+	criteriaFile := fs.String("criteria", "", "with --scenario segments: a JSON file of the segment's criteria as POST /segments takes them (D14), over the seeded fields tier (STRING enum gold, silver, bronze), age (INTEGER) and note (STRING); default issue #16's segment")
+	keep := fs.Bool("keep", false, "with --scenario segments: leave its database behind (the SQLite file or the PostgreSQL schema is printed) to study plans on it")
 	probeRate := fs.Float64("probe-rate", 10, "with --scenario campaign: transactional messages a second sent while the campaign drains")
 	hardening := fs.Bool("hardening", false, "send an Idempotency-Key on every POST, and with --self run the server with its replay cache and rate limiter on (at a limit never reached); without it, a --self server runs with all three off")
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
@@ -75,7 +77,14 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		if !set["users"] {
 			n = 1000000
 		}
-		res, err := bench.RunSegments(ctx, bench.SegmentOptions{DB: *db, Users: n, Duration: *duration, Progress: stderr})
+		var criteria []byte
+		if *criteriaFile != "" {
+			var err error
+			if criteria, err = os.ReadFile(*criteriaFile); err != nil {
+				return fmt.Errorf("bench: --criteria: %w", err)
+			}
+		}
+		res, err := bench.RunSegments(ctx, bench.SegmentOptions{DB: *db, Users: n, Duration: *duration, Progress: stderr, Criteria: criteria, Keep: *keep})
 		if err != nil {
 			return err
 		}

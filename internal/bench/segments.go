@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/fileblob" // the import's file
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/app"
@@ -32,6 +36,14 @@ type SegmentOptions struct {
 	Users    int
 	Duration time.Duration
 	Progress io.Writer
+	// Criteria, when set, is the segment's criteria as the API takes them
+	// (a JSON array of D14 criteria; --criteria FILE); default the issue
+	// #16 segment. They may name the seeded custom fields tier (STRING,
+	// enum gold, silver, bronze), age (INTEGER) and note (STRING).
+	Criteria []byte
+	// Keep leaves the database behind (--keep: its path or schema is
+	// printed), to study the segment's plans on the data measured.
+	Keep bool
 }
 
 // SegmentTarget is what the scenario measures: a segment's count and one
@@ -40,6 +52,9 @@ type SegmentOptions struct {
 // /users?limit=100&cursor=) needs only these two methods.
 type SegmentTarget interface {
 	Count(ctx context.Context) (int64, error)
+	// Preview counts the criteria unsaved and reads a sample of members
+	// (POST /segments/preview).
+	Preview(ctx context.Context) error
 	// Page returns how many users the page after cursor holds and the
 	// next cursor ("" at the end).
 	Page(ctx context.Context, cursor string) (int, string, error)
@@ -56,6 +71,8 @@ type SegmentResult struct {
 	Members   int64   `json:"members"`
 	Counts    int     `json:"counts"`
 	Count     Spread  `json:"count_ms"`
+	Previews  int     `json:"previews"`
+	Preview   Spread  `json:"preview_ms"`
 	Pages     int     `json:"pages"`
 	Page      Spread  `json:"page_ms"`
 	BenchCPUS float64 `json:"bench_cpu_s"` // the run's process, the database included on SQLite
@@ -85,35 +102,59 @@ func segmentCriteria() []parley.SegmentCriterion {
 	}
 }
 
-// RunSegments seeds o.Users contacts, creates the segment, then for
-// o.Duration alternates a count and a page of 100 members (walking the
+// RunSegments loads o.Users contacts with an import, as a user would
+// (`parley import`: the import's own statistics refresh and nothing
+// more), adds inbound messages, creates the segment, then for o.Duration
+// alternates a count, a preview and a page of 100 members (walking the
 // pages from the start, and again at the end).
 func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) {
 	if o.Users < 1 {
 		return nil, fmt.Errorf("--users: want at least 1")
 	}
+	criteria := segmentCriteria()
+	if o.Criteria != nil {
+		criteria = nil
+		if err := json.Unmarshal(o.Criteria, &criteria); err != nil {
+			return nil, fmt.Errorf("--criteria: want a JSON array of D14 criteria: %w", err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "parley-bench-")
+	if err != nil {
+		return nil, err
+	}
 	dsn := o.DB
 	if dsn == "" {
-		dir, err := os.MkdirTemp("", "parley-bench-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
 		dsn = "sqlite:" + filepath.Join(dir, "parley.db")
 	} else {
 		schemaDSN, drop, err := freshSchema(ctx, o.DB)
 		if err != nil {
 			return nil, err
 		}
-		defer drop()
+		if !o.Keep {
+			defer drop()
+		}
 		dsn = schemaDSN
+	}
+	if o.Keep && o.Progress != nil {
+		defer fmt.Fprintf(o.Progress, "kept the database: %s\n", dsn)
+	} else if !o.Keep {
+		defer os.RemoveAll(dir)
 	}
 	db, err := app.OpenDB(ctx, dsn, store.Options{})
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	svc := service.New(db, nil, nil, nil, nil)
+	files := filepath.Join(dir, "blob")
+	if err := os.Mkdir(files, 0o700); err != nil {
+		return nil, err
+	}
+	bucket, err := blob.OpenBucket(ctx, "file://"+files)
+	if err != nil {
+		return nil, err
+	}
+	defer bucket.Close()
+	svc := service.New(db, nil, bucket, nil, nil)
 	progress := func(format string, args ...any) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, format, args...)
@@ -121,18 +162,15 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 	}
 	res := &SegmentResult{Scenario: ScenarioSegments, Engine: db.Engine(), Users: o.Users}
 	t0 := time.Now()
-	progress("seeding %d contacts…\n", o.Users)
-	target, err := seedSegments(ctx, db, svc, o.Users, res)
+	progress("importing %d contacts…\n", o.Users)
+	target, err := seedSegments(ctx, db, svc, dir, o.Users, criteria, res)
 	if err != nil {
 		return nil, fmt.Errorf("seeding: %w", err)
-	}
-	if err := db.Analyze(ctx); err != nil {
-		return nil, err
 	}
 	res.SeedS = round(time.Since(t0).Seconds(), 1)
 	progress("seeded in %.1fs; measuring for %s\n", res.SeedS, o.Duration)
 
-	var counts, pages []time.Duration
+	var counts, previews, pages []time.Duration
 	cpu0 := SelfCPU()
 	end := time.Now().Add(o.Duration)
 	cursor := ""
@@ -145,6 +183,11 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 		counts = append(counts, time.Since(s))
 		res.Members = n
 		s = time.Now()
+		if err := target.Preview(ctx); err != nil {
+			return nil, err
+		}
+		previews = append(previews, time.Since(s))
+		s = time.Now()
 		_, next, err := target.Page(ctx, cursor)
 		if err != nil {
 			return nil, err
@@ -154,6 +197,7 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 	}
 	res.BenchCPUS = round((SelfCPU() - cpu0).Seconds(), 2)
 	res.Counts, res.Count = len(counts), spread(counts)
+	res.Previews, res.Preview = len(previews), spread(previews)
 	res.Pages, res.Page = len(pages), spread(pages)
 	return res, ctx.Err()
 }
@@ -175,21 +219,24 @@ func spread(ds []time.Duration) Spread {
 	return Spread{P50: q(0.50), P95: q(0.95), P99: q(0.99), Max: msf(s[len(s)-1])}
 }
 
-// Seed data: every 7th contact in MA, every 5th "gold", every 10th with
-// an inbound message, spread over the last 60 days (so half of those are
-// within the 30 days of the segment). Members ≈ 1/35 + 1/20 of contacts.
+// Seed data: every 7th contact in MA (ZIP 02108; the others 94105, CA),
+// every 5th "gold" (the others silver), age x % 80, every 10th with an
+// inbound message, spread over the last 60 days (so half of those are
+// within the 30 days of the default segment): its members ≈ 1/35 + 1/20
+// of contacts.
 const (
 	seedBatch = 10000
 	seedDays  = 60
 )
 
-func seedSegments(ctx context.Context, db *store.DB, svc *service.Service, n int, res *SegmentResult) (SegmentTarget, error) {
+func seedSegments(ctx context.Context, db *store.DB, svc *service.Service, dir string, n int,
+	criteria []parley.SegmentCriterion, res *SegmentResult) (SegmentTarget, error) {
 	b, err := svc.CreateBrand(ctx, "Bench", "+14155550100")
 	if err != nil {
 		return nil, err
 	}
 	for _, f := range []*parley.CustomField{
-		{BrandID: b.ID, FieldName: "tier", CustomDataType: parley.CustomString},
+		{BrandID: b.ID, FieldName: "tier", CustomDataType: parley.CustomString, AvailableEnumValues: []string{"gold", "silver", "bronze"}},
 		{BrandID: b.ID, FieldName: "age", CustomDataType: parley.CustomInteger},
 		{BrandID: b.ID, FieldName: "note", CustomDataType: parley.CustomString},
 	} {
@@ -197,63 +244,112 @@ func seedSegments(ctx context.Context, db *store.DB, svc *service.Service, n int
 			return nil, err
 		}
 	}
+	path := filepath.Join(dir, "contacts.csv")
+	if err := writeSegmentsFile(path, n); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	im := service.NewImporter(svc, nil)
+	im.MaxSize = 0
+	imp, err := im.ImportLocal(ctx, b.ID, "contacts.csv", f, parley.ImportOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := im.RunImport(ctx, b.ID, imp.ID, service.RunOptions{}); err != nil {
+		return nil, err
+	}
+	if imp, err = im.FindImport(ctx, b.ID, imp.ID); err != nil {
+		return nil, err
+	}
+	if imp.Status != parley.ImportCompleted || imp.Created != int64(n) {
+		return nil, fmt.Errorf("import %d: %s, %d created of %d", imp.ID, imp.Status, imp.Created, n)
+	}
+
+	// The users in file order (the import creates them in it), every
+	// 10th with an inbound text: the activity triggers of migration 00009
+	// count it on the user.
 	now := time.Now().UTC()
-	note := strings.Repeat("x", 100)
-	users := make([]*parley.User, 0, seedBatch)
+	var ids []int64
+	if err := db.EachUser(ctx, b.ID, func(u *parley.User) error { ids = append(ids, u.ID); return nil }); err != nil {
+		return nil, err
+	}
 	var msgs []*parley.Message
-	for start := 0; start < n; start += seedBatch {
-		users = users[:0]
-		for x := start; x < min(start+seedBatch, n); x++ {
-			state, tier := "CA", "silver"
-			if x%7 == 0 {
-				state = "MA"
+	for start := 0; start < len(ids); start += seedBatch {
+		msgs = msgs[:0]
+		for x := start; x < min(start+seedBatch, len(ids)); x++ {
+			if x%10 != 0 {
+				continue
 			}
-			if x%5 == 0 {
-				tier = "gold"
-			}
-			// As the API stores it: keys sorted, no spaces (json.Marshal).
-			data, _ := json.Marshal(map[string]any{"tier": tier, "age": x % 80, "note": note})
-			created := parley.Time{Time: now.Add(-time.Duration(n-x) * time.Second)}
-			first := "n" + strconv.Itoa(x)
-			users = append(users, &parley.User{BrandID: b.ID, PhoneNumber: "+1" + strconv.Itoa(2000000000+x),
-				FirstName: &first, Location: &parley.Location{StateCode: &state},
-				CustomData: data, DateCreated: created, DateLastUpdated: created})
+			at := parley.Time{Time: now.Add(-time.Duration(x%(seedDays*24)) * time.Hour)}
+			msgs = append(msgs, &parley.Message{BrandID: b.ID, UserID: ids[x], Direction: parley.DirectionInbound,
+				Status: parley.StatusDelivered, Body: "hi", MediaItemUUIDs: []string{}, Type: parley.TypeConversational,
+				DateCreated: at, DateSent: &at, DateDelivered: &at})
 		}
-		err := db.WithTx(ctx, func(tx *store.Tx) error {
-			if err := tx.InsertUsers(ctx, users); err != nil {
-				return err
-			}
-			msgs = msgs[:0]
-			for i, u := range users {
-				if x := start + i; x%10 == 0 && u.ID != 0 {
-					at := parley.Time{Time: now.Add(-time.Duration(x%(seedDays*24)) * time.Hour)}
-					msgs = append(msgs, &parley.Message{BrandID: b.ID, UserID: u.ID, Direction: parley.DirectionInbound,
-						Status: parley.StatusDelivered, Body: "hi", MediaItemUUIDs: []string{}, Type: parley.TypeConversational,
-						DateCreated: at, DateSent: &at, DateDelivered: &at})
-				}
-			}
-			return tx.InsertMessages(ctx, msgs)
-		})
-		if err != nil {
+		if err := db.WithTx(ctx, func(tx *store.Tx) error { return tx.InsertMessages(ctx, msgs) }); err != nil {
 			return nil, err
 		}
 		res.Messages += len(msgs)
 	}
-	seg := &parley.Segment{BrandID: b.ID, Name: "issue 16", Source: "USER_DEFINED", Type: parley.SegmentStandard,
-		IsActive: true, Criteria: segmentCriteria()}
+	seg := &parley.Segment{BrandID: b.ID, Name: "bench", Source: "USER_DEFINED", Type: parley.SegmentStandard,
+		IsActive: true, Criteria: criteria}
 	seg, err = svc.CreateSegment(ctx, parley.Origin{Source: parley.SourceAdmin}, b.ID, seg)
 	if err != nil {
 		return nil, err
 	}
 	c, _ := json.Marshal(seg.Criteria)
 	res.Criteria = string(c)
-	return serviceTarget{svc: svc, brand: b.ID, segment: seg.ID}, nil
+	return serviceTarget{svc: svc, brand: b.ID, segment: seg.ID, criteria: seg.Criteria}, nil
+}
+
+// writeSegmentsFile writes the CSV of n contacts that seedSegments
+// imports.
+func writeSegmentsFile(path string, n int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	w.WriteString("phone_number,first_name,postal_code,custom_tier,custom_age,custom_note\n")
+	note := strings.Repeat("x", 100)
+	var line []byte
+	for x := range n {
+		zip, tier := "94105", "silver"
+		if x%7 == 0 {
+			zip = "02108"
+		}
+		if x%5 == 0 {
+			tier = "gold"
+		}
+		line = numbers{}.appendNumber(line[:0], uint64(x))
+		line = append(line, ",n"...)
+		line = strconv.AppendInt(line, int64(x), 10)
+		line = append(append(append(line, ','), zip...), ',')
+		line = append(append(line, tier...), ',')
+		line = strconv.AppendInt(line, int64(x%80), 10)
+		line = append(append(append(line, ','), note...), '\n')
+		w.Write(line)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // serviceTarget calls the service in process, as the v1 handlers do.
 type serviceTarget struct {
 	svc            *service.Service
 	brand, segment int64
+	criteria       []parley.SegmentCriterion
+}
+
+func (t serviceTarget) Preview(ctx context.Context) error {
+	_, err := t.svc.PreviewSegment(ctx, t.brand, t.criteria)
+	return err
 }
 
 func (t serviceTarget) Count(ctx context.Context) (int64, error) {
@@ -273,9 +369,11 @@ func (t serviceTarget) Page(ctx context.Context, cursor string) (int, string, er
 func (r *SegmentResult) WriteText(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "%s on %s: %d contacts, %d inbound messages (seeded in %.1fs); %d members\n"+
 		"count of the segment (%d runs):  p50 %.1f ms  p95 %.1f ms  p99 %.1f ms  max %.1f ms\n"+
+		"preview (%d runs):               p50 %.1f ms  p95 %.1f ms  p99 %.1f ms  max %.1f ms\n"+
 		"page of 100 members (%d runs):   p50 %.2f ms  p95 %.2f ms  p99 %.2f ms  max %.2f ms\n",
 		r.Scenario, r.Engine, r.Users, r.Messages, r.SeedS, r.Members,
 		r.Counts, r.Count.P50, r.Count.P95, r.Count.P99, r.Count.Max,
+		r.Previews, r.Preview.P50, r.Preview.P95, r.Preview.P99, r.Preview.Max,
 		r.Pages, r.Page.P50, r.Page.P95, r.Page.P99, r.Page.Max)
 	return err
 }

@@ -92,6 +92,9 @@ func (im *Importer) RunImport(ctx context.Context, brandID, id int64, opt RunOpt
 		if err != nil {
 			return false, err
 		}
+		if eof {
+			im.analyze(ctx, rec, len(batch))
+		}
 		if err := run.commit(ctx, batch, eof); errors.Is(err, errLostImport) {
 			return false, nil
 		} else if err != nil {
@@ -108,6 +111,21 @@ func (im *Importer) RunImport(ctx context.Context, brandID, id int64, opt RunOpt
 		if !opt.Until.IsZero() && time.Now().After(opt.Until) {
 			return false, nil
 		}
+	}
+}
+
+// analyze refreshes the planner's statistics of the contacts before the
+// last batch commits, when the import has written enough rows to move
+// them (DefaultImportAnalyzeAfter): a client that sees the import
+// completed then counts a segment on plans made for the brand as it now
+// is (issue #34). It runs outside the batches' transactions; a failure
+// is logged, not the import's.
+func (im *Importer) analyze(ctx context.Context, rec *store.ImportRecord, last int) {
+	if rec.Created+rec.Updated+int64(last) < im.AnalyzeAfter {
+		return
+	}
+	if err := im.s.db.AnalyzeContacts(ctx); err != nil {
+		im.s.logger.Warn("import: analyze after a bulk import", "brand_id", rec.BrandID, "import_id", rec.ID, "error", err)
 	}
 }
 

@@ -57,6 +57,8 @@ type DB struct {
 	// read serves queries outside transactions. On SQLite it is a pool of
 	// read-only connections that WAL lets run beside the writer.
 	read *sql.DB
+	// readConns is the SQLite reader pool's size (AnalyzeContacts).
+	readConns int
 
 	engine string // "sqlite" or "postgres"
 
@@ -257,6 +259,7 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	read.SetConnMaxIdleTime(0)
 	db := newDB(write, read, "sqlite")
 	db.path = path
+	db.readConns = n
 	if opt.Logger != nil {
 		db.logger = opt.Logger
 	}

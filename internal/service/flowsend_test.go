@@ -176,3 +176,47 @@ func TestFlowHeldStepWaits(t *testing.T) {
 		t.Errorf("sent at %v, before the window opened", e.Now())
 	}
 }
+
+// TestTransactionalOvertakesDrainingFlow: with one worker in the default
+// queue, a transactional POST /messages is sent while a flow's batch is
+// with the provider and the rest of the flow's messages are queued: the
+// flow's sender runs in the campaigns' queue, as a campaign's (D21).
+func TestTransactionalOvertakesDrainingFlow(t *testing.T) {
+	t.Parallel()
+	e := campEnv(t, func(c *app.Config) { c.Workers = 1; c.CampaignBatch = 5 })
+	p := &gateProvider{gate: make(chan struct{}), entered: make(chan struct{})}
+	e.App.Service.SetDelivery(p, e.Server.URL, nil, nil)
+	f := sendFlow(t, e, `[{"type":"send","body":"Welcome!","message_type":"TRANSACTIONAL"}]`)
+	ids := campUsers(t, e, 1000, 0)
+	if err := e.App.Start(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer close(p.gate)
+	select {
+	case <-p.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the flow's first batch never reached the provider")
+	}
+	m, err := e.App.Service.SendMessage(e.Ctx, parley.Origin{}, e.BrandA.ID, parley.MessageCreate{
+		UserID: parley.Some(ids[3]), Body: parley.Some("Your code is 1234"), Type: parley.Some(parley.TypeTransactional)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := e.App.DB.FindMessage(e.Ctx, e.BrandA.ID, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == parley.StatusSent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transactional message still %s while the flow's batch is with the provider", got.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := campInt(t, e, `SELECT count(*) FROM messages WHERE flow_id = ? AND status = 'sent'`, f.ID); n != 0 {
+		t.Errorf("%d flow messages sent before the transactional one, want 0 (the flow's queue not empty)", n)
+	}
+}

@@ -299,6 +299,75 @@ func (s *Service) staleClaimAge() time.Duration {
 	return DefaultStaleClaim
 }
 
+// brandSending reads what a batch of the brand's needs: its settings,
+// its sending window and the brand (its number).
+func (s *Service) brandSending(ctx context.Context, brandID int64) (*parley.BrandSettings, sendwindow.Window, *parley.Brand, error) {
+	set, err := s.db.BrandSettings(ctx, brandID)
+	if err != nil {
+		return nil, sendwindow.Window{}, nil, err
+	}
+	window, err := sendwindow.ParseWindow(set.SendingWindow.Start, set.SendingWindow.End)
+	if err != nil {
+		return nil, sendwindow.Window{}, nil, err // settings are checked when saved
+	}
+	brand, err := s.db.FindBrand(ctx, brandID)
+	return set, window, brand, err
+}
+
+// claimedBatch is what claimBatch took: the recipients of the messages
+// claimed (isStale: taken again from a dead sender), the pacing
+// reservation made for them, or how long to wait when none may go now.
+type claimedBatch struct {
+	now        time.Time
+	recipients []store.CampaignRecipient
+	isStale    map[int64]bool
+	pace       *reservation
+	wait       time.Duration
+}
+
+// claimBatch claims a batch of a source of queued messages (a campaign, a
+// flow) in tx with its claim and claimStale: the commit relaxed for an
+// idempotent provider, the batch reserved under the brand's send_rate.
+// Stale claims (a dead sender's) are looked for only once nothing else
+// can go: the search reads every queued message of the source, which
+// each batch cannot afford; they go last.
+func (s *Service) claimBatch(ctx context.Context, tx *store.Tx, brandID int64, set *parley.BrandSettings, idempotent bool,
+	claim func(limit int, provider string) ([]store.CampaignRecipient, error),
+	claimStale func(before time.Time, limit int) ([]store.CampaignRecipient, error)) (claimedBatch, error) {
+	cl := claimedBatch{now: tx.Now()}
+	if idempotent {
+		if err := tx.RelaxCommit(ctx); err != nil {
+			return cl, err
+		}
+	}
+	limit, pace, wait, err := s.reserveBatch(ctx, tx, brandID, set, cl.now)
+	if err != nil || wait > 0 {
+		cl.wait = wait
+		return cl, err
+	}
+	cl.pace = pace
+	provider := ""
+	if !idempotent {
+		provider = s.provider.Name() // as MarkSending records it
+	}
+	fresh, err := claim(limit, provider)
+	if err != nil {
+		return cl, err
+	}
+	var stale []store.CampaignRecipient
+	if len(fresh) == 0 {
+		if stale, err = claimStale(cl.now.Add(-s.staleClaimAge()), limit); err != nil {
+			return cl, err
+		}
+	}
+	cl.recipients = append(stale, fresh...)
+	cl.isStale = make(map[int64]bool, len(stale))
+	for _, r := range stale {
+		cl.isStale[r.MessageID] = true
+	}
+	return cl, nil
+}
+
 // reserveBatch returns how many messages a batch may take now and, for
 // a brand with a send_rate, the reservation made for them (D16: the
 // brand's rate holds across nodes), or how long to wait when none may go.
@@ -347,15 +416,7 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 			return jobs.CampaignProgress{Wait: resolvePoll}, nil
 		}
 	}
-	set, err := s.db.BrandSettings(ctx, brandID)
-	if err != nil {
-		return jobs.CampaignProgress{}, err
-	}
-	window, err := sendwindow.ParseWindow(set.SendingWindow.Start, set.SendingWindow.End)
-	if err != nil {
-		return jobs.CampaignProgress{}, err // settings are checked when saved
-	}
-	brand, err := s.db.FindBrand(ctx, brandID)
+	set, window, brand, err := s.brandSending(ctx, brandID)
 	if err != nil {
 		return jobs.CampaignProgress{}, err
 	}
@@ -383,42 +444,21 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 	)
 	err = s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
 		batch, prog = nil, jobs.CampaignProgress{}
-		if idempotent {
-			if err := tx.RelaxCommit(ctx); err != nil {
-				return err
-			}
-		}
-		now := tx.Now()
-		limit, pace, wait, err := s.reserveBatch(ctx, tx, brandID, set, now)
-		if err != nil || wait > 0 {
-			prog.Wait = wait
+		cl, err := s.claimBatch(ctx, tx, brandID, set, idempotent,
+			func(limit int, provider string) ([]store.CampaignRecipient, error) {
+				return tx.ClaimCampaignMessages(ctx, brandID, c.ID, limit, provider)
+			},
+			func(before time.Time, limit int) ([]store.CampaignRecipient, error) {
+				return tx.ClaimStaleCampaignMessages(ctx, brandID, c.ID, before, limit)
+			})
+		if err != nil || cl.wait > 0 {
+			prog.Wait = cl.wait
 			return err
 		}
-		provider := ""
-		if !idempotent {
-			provider = s.provider.Name() // as MarkSending records it
-		}
-		fresh, err := tx.ClaimCampaignMessages(ctx, brandID, c.ID, limit, provider)
-		if err != nil {
-			return err
-		}
-		// Stale claims (a dead sender's) are looked for only once nothing
-		// else can go: the search reads every queued message of the
-		// campaign, which each batch cannot afford; they go last.
-		var stale []store.CampaignRecipient
-		if len(fresh) == 0 {
-			if stale, err = tx.ClaimStaleCampaignMessages(ctx, brandID, c.ID, now.Add(-s.staleClaimAge()), limit); err != nil {
-				return err
-			}
-		}
-		if len(stale)+len(fresh) == 0 {
+		if len(cl.recipients) == 0 {
 			return s.campaignIdle(ctx, tx, c, &prog)
 		}
-		recipients := append(stale, fresh...)
-		isStale := make(map[int64]bool, len(stale))
-		for _, r := range stale {
-			isStale[r.MessageID] = true
-		}
+		now, recipients, isStale, pace := cl.now, cl.recipients, cl.isStale, cl.pace
 		sorted, err := s.sortClaimed(now, recipients, isStale, set, window, idempotent, func(store.CampaignRecipient) (string, string) {
 			return c.Type, mediaGone
 		})
@@ -681,17 +721,23 @@ func (s *Service) campaignIdle(ctx context.Context, tx *store.Tx, c *parley.Camp
 		prog.Done = true // canceled: its unclaimed messages failed with the cancel
 		return nil
 	}
+	prog.Wait = s.queueWait(q, now, sending)
+	return nil
+}
+
+// queueWait is how long a sender that found nothing to claim waits: for
+// claims in flight — another sender's batch, which will be written in a
+// moment, or a dead sender's, stale at the latest then — and, when held
+// counts, for the earliest message held for its window.
+func (s *Service) queueWait(q store.CampaignQueue, now time.Time, held bool) time.Duration {
 	wait := time.Duration(0)
 	if q.Claimed > 0 {
-		// Claims in flight: another sender's batch, which will be written
-		// in a moment, or a dead sender's, stale at the latest then.
 		wait = min(q.OldestClaim.Add(s.staleClaimAge()).Sub(now), claimPoll)
 	}
-	if sending && !q.NextHeld.IsZero() && (wait == 0 || q.NextHeld.Sub(now) < wait) {
+	if held && !q.NextHeld.IsZero() && (wait == 0 || q.NextHeld.Sub(now) < wait) {
 		wait = q.NextHeld.Sub(now)
 	}
-	prog.Wait = max(wait, 10*time.Millisecond)
-	return nil
+	return max(wait, 10*time.Millisecond)
 }
 
 // failCampaignMessages fails messages of a batch, each with its event,

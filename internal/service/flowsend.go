@@ -7,7 +7,6 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/delivery"
 	"github.com/parleyhq/parley/internal/jobs"
-	"github.com/parleyhq/parley/internal/sendwindow"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -30,15 +29,7 @@ import (
 // can go now, or that the job is done (nothing queued and no runner has
 // written more since it looked).
 func (s *Service) SendFlowBatch(ctx context.Context, brandID, flowID int64) (jobs.CampaignProgress, error) {
-	set, err := s.db.BrandSettings(ctx, brandID)
-	if err != nil {
-		return jobs.CampaignProgress{}, err
-	}
-	window, err := sendwindow.ParseWindow(set.SendingWindow.Start, set.SendingWindow.End)
-	if err != nil {
-		return jobs.CampaignProgress{}, err // settings are checked when saved
-	}
-	brand, err := s.db.FindBrand(ctx, brandID)
+	set, window, brand, err := s.brandSending(ctx, brandID)
 	if err != nil {
 		return jobs.CampaignProgress{}, err
 	}
@@ -51,42 +42,24 @@ func (s *Service) SendFlowBatch(ctx context.Context, brandID, flowID int64) (job
 	)
 	err = s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
 		batch, found, prog = nil, map[int64]*parley.Message{}, jobs.CampaignProgress{}
-		if idempotent {
-			if err := tx.RelaxCommit(ctx); err != nil {
-				return err
-			}
-		}
-		now := tx.Now()
-		limit, pace, wait, err := s.reserveBatch(ctx, tx, brandID, set, now)
-		if err != nil || wait > 0 {
-			prog.Wait = wait
+		cl, err := s.claimBatch(ctx, tx, brandID, set, idempotent,
+			func(limit int, provider string) ([]store.CampaignRecipient, error) {
+				return tx.ClaimFlowMessages(ctx, brandID, flowID, limit, provider)
+			},
+			func(before time.Time, limit int) ([]store.CampaignRecipient, error) {
+				return tx.ClaimStaleFlowMessages(ctx, brandID, flowID, before, limit)
+			})
+		if err != nil || cl.wait > 0 {
+			prog.Wait = cl.wait
 			return err
 		}
-		provider := ""
-		if !idempotent {
-			provider = s.provider.Name() // as MarkSending records it
-		}
-		fresh, err := tx.ClaimFlowMessages(ctx, brandID, flowID, limit, provider)
-		if err != nil {
-			return err
-		}
-		var stale []store.CampaignRecipient
-		if len(fresh) == 0 {
-			if stale, err = tx.ClaimStaleFlowMessages(ctx, brandID, flowID, now.Add(-s.staleClaimAge()), limit); err != nil {
-				return err
-			}
-		}
-		if len(stale)+len(fresh) == 0 {
+		if len(cl.recipients) == 0 {
 			return s.flowIdle(ctx, tx, brandID, flowID, &prog)
 		}
-		recipients := append(stale, fresh...)
-		isStale := make(map[int64]bool, len(stale))
+		now, recipients, isStale, pace := cl.now, cl.recipients, cl.isStale, cl.pace
 		ids := make([]int64, len(recipients))
 		for i, r := range recipients {
 			ids[i] = r.MessageID
-		}
-		for _, r := range stale {
-			isStale[r.MessageID] = true
 		}
 		msgs, err := tx.FindMessages(ctx, brandID, ids)
 		if err != nil {
@@ -216,14 +189,6 @@ func (s *Service) flowIdle(ctx context.Context, tx *store.Tx, brandID, flowID in
 		prog.Done, err = tx.EndFlowSender(ctx, flowID, gen)
 		return err // not done: messages came meanwhile, claimed at once
 	}
-	now := tx.Now()
-	wait := time.Duration(0)
-	if q.Claimed > 0 {
-		wait = min(q.OldestClaim.Add(s.staleClaimAge()).Sub(now), claimPoll)
-	}
-	if !q.NextHeld.IsZero() && (wait == 0 || q.NextHeld.Sub(now) < wait) {
-		wait = q.NextHeld.Sub(now)
-	}
-	prog.Wait = max(wait, 10*time.Millisecond)
+	prog.Wait = s.queueWait(q, tx.Now(), true)
 	return nil
 }

@@ -22,6 +22,15 @@ func sendFlow(t *testing.T, e *apitest.Env, steps string) *parley.Flow {
 	return f
 }
 
+// subscribe creates a contact of brand A with consent true.
+func subscribe(t *testing.T, e *apitest.Env, phone string) {
+	t.Helper()
+	if _, err := e.App.Service.CreateUser(e.Ctx, parley.Origin{}, e.BrandA.ID, parley.UserCreate{PhoneNumber: parley.Some(phone),
+		UserFields: parley.UserFields{MessagingConsent: parley.Some(true)}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // runDue runs the due flow steps until none is due.
 func runDue(t *testing.T, e *apitest.Env) {
 	t.Helper()
@@ -87,13 +96,7 @@ func TestFlowSendsInBatches(t *testing.T) {
 	if n := campInt(t, e, `SELECT count(*) FROM flow_senders`); n != 0 {
 		t.Errorf("the sender that ended left its row")
 	}
-	campUsers2 := func() {
-		if _, err := e.App.Service.CreateUser(e.Ctx, parley.Origin{}, e.BrandA.ID, parley.UserCreate{PhoneNumber: parley.Some("+14155559999"),
-			UserFields: parley.UserFields{MessagingConsent: parley.Some(true)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	campUsers2()
+	subscribe(t, e, "+14155559999")
 	runDue(t, e)
 	if n := campInt(t, e, `SELECT count(*) FROM river_job WHERE kind = 'send_flow'`); n != 2 {
 		t.Errorf("%d flow sender jobs after a new message, want 2", n)
@@ -116,10 +119,7 @@ func TestFlowSenderSeesMessagesWrittenWhileIdle(t *testing.T) {
 		t.Fatalf("first batch %+v, %v", p, err)
 	}
 	// Another contact enters between the sender's batches.
-	if _, err := e.App.Service.CreateUser(e.Ctx, parley.Origin{}, e.BrandA.ID, parley.UserCreate{PhoneNumber: parley.Some("+14155559998"),
-		UserFields: parley.UserFields{MessagingConsent: parley.Some(true)}}); err != nil {
-		t.Fatal(err)
-	}
+	subscribe(t, e, "+14155559998")
 	runDue(t, e)
 	if n := campInt(t, e, `SELECT count(*) FROM river_job WHERE kind = 'send_flow'`); n != 1 {
 		t.Errorf("%d flow sender jobs, want the running one only", n)
@@ -192,30 +192,7 @@ func TestTransactionalOvertakesDrainingFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer close(p.gate)
-	select {
-	case <-p.entered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the flow's first batch never reached the provider")
-	}
-	m, err := e.App.Service.SendMessage(e.Ctx, parley.Origin{}, e.BrandA.ID, parley.MessageCreate{
-		UserID: parley.Some(ids[3]), Body: parley.Some("Your code is 1234"), Type: parley.Some(parley.TypeTransactional)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, err := e.App.DB.FindMessage(e.Ctx, e.BrandA.ID, m.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == parley.StatusSent {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("transactional message still %s while the flow's batch is with the provider", got.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	overtakes(t, e, p, ids[3], "flow")
 	if n := campInt(t, e, `SELECT count(*) FROM messages WHERE flow_id = ? AND status = 'sent'`, f.ID); n != 0 {
 		t.Errorf("%d flow messages sent before the transactional one, want 0 (the flow's queue not empty)", n)
 	}

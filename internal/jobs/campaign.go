@@ -88,15 +88,25 @@ func newCampaignWorker(s CampaignSender, rescueAfter time.Duration) *campaignWor
 }
 
 func (w *campaignWorker) Work(ctx context.Context, job *river.Job[SendCampaignArgs]) error {
+	return drain(ctx, w.run, func() (CampaignProgress, error) {
+		return w.s.SendCampaignBatch(ctx, job.Args.BrandID, job.Args.CampaignID)
+	})
+}
+
+// drain sends batch after batch until nothing is left, run has passed
+// (the job is snoozed for 0) or the next batch is more than campaignSleep
+// away (snoozed for that long): the loop of a campaign's or a flow's
+// sender job.
+func drain(ctx context.Context, run time.Duration, batch func() (CampaignProgress, error)) error {
 	start := time.Now()
 	for {
-		p, err := w.s.SendCampaignBatch(ctx, job.Args.BrandID, job.Args.CampaignID)
+		p, err := batch()
 		switch {
 		case err != nil:
 			return err
 		case p.Done:
 			return nil
-		case time.Since(start) > w.run:
+		case time.Since(start) > run:
 			return river.JobSnooze(min(p.Wait, campaignMaxSnooze))
 		case p.Wait > campaignSleep:
 			return river.JobSnooze(min(p.Wait, campaignMaxSnooze))

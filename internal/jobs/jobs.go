@@ -88,7 +88,8 @@ type WorkerConfig struct {
 	Purger Purger
 	// Imports, when set, runs CSV imports of users.
 	Imports ImportRunner
-	// Campaigns, when set, sends campaigns (QueueCampaigns).
+	// Campaigns, when set, sends campaigns (QueueCampaigns), and flows'
+	// messages when it is a FlowSender too.
 	Campaigns CampaignSender
 	// Extractions, when set, sweeps the inbound texts every
 	// ExtractionEvery (default 250 ms) in the extraction sweep's job.
@@ -210,6 +211,10 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 		}
 		if w.Campaigns != nil {
 			river.AddWorker(workers, newCampaignWorker(w.Campaigns, cfg.RescueStuckJobsAfter))
+			// A campaign sender sends flows' messages too (D21).
+			if f, ok := w.Campaigns.(FlowSender); ok {
+				river.AddWorker(workers, newFlowWorker(f, cfg.RescueStuckJobsAfter))
+			}
 			cfg.Queues[QueueCampaigns] = river.QueueConfig{MaxWorkers: campaignWorkers}
 		}
 	}

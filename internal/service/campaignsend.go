@@ -299,6 +299,94 @@ func (s *Service) staleClaimAge() time.Duration {
 	return DefaultStaleClaim
 }
 
+// brandSending reads what a batch of the brand's needs: its settings,
+// its sending window and the brand (its number).
+func (s *Service) brandSending(ctx context.Context, brandID int64) (*parley.BrandSettings, sendwindow.Window, *parley.Brand, error) {
+	set, err := s.db.BrandSettings(ctx, brandID)
+	if err != nil {
+		return nil, sendwindow.Window{}, nil, err
+	}
+	window, err := sendwindow.ParseWindow(set.SendingWindow.Start, set.SendingWindow.End)
+	if err != nil {
+		return nil, sendwindow.Window{}, nil, err // settings are checked when saved
+	}
+	brand, err := s.db.FindBrand(ctx, brandID)
+	return set, window, brand, err
+}
+
+// claimedBatch is what claimBatch took: the recipients of the messages
+// claimed (isStale: taken again from a dead sender), the pacing
+// reservation made for them, or how long to wait when none may go now.
+type claimedBatch struct {
+	now        time.Time
+	recipients []store.CampaignRecipient
+	isStale    map[int64]bool
+	pace       *reservation
+	wait       time.Duration
+}
+
+// claimBatch claims a batch of a source of queued messages (a campaign, a
+// flow) in tx with its claim and claimStale: the commit relaxed for an
+// idempotent provider, the batch reserved under the brand's send_rate.
+// Stale claims (a dead sender's) are looked for only once nothing else
+// can go: the search reads every queued message of the source, which
+// each batch cannot afford; they go last.
+func (s *Service) claimBatch(ctx context.Context, tx *store.Tx, brandID int64, set *parley.BrandSettings, idempotent bool,
+	claim func(limit int, provider string) ([]store.CampaignRecipient, error),
+	claimStale func(before time.Time, limit int) ([]store.CampaignRecipient, error)) (claimedBatch, error) {
+	cl := claimedBatch{now: tx.Now()}
+	if idempotent {
+		if err := tx.RelaxCommit(ctx); err != nil {
+			return cl, err
+		}
+	}
+	limit, pace, wait, err := s.reserveBatch(ctx, tx, brandID, set, cl.now)
+	if err != nil || wait > 0 {
+		cl.wait = wait
+		return cl, err
+	}
+	cl.pace = pace
+	provider := ""
+	if !idempotent {
+		provider = s.provider.Name() // as MarkSending records it
+	}
+	fresh, err := claim(limit, provider)
+	if err != nil {
+		return cl, err
+	}
+	var stale []store.CampaignRecipient
+	if len(fresh) == 0 {
+		if stale, err = claimStale(cl.now.Add(-s.staleClaimAge()), limit); err != nil {
+			return cl, err
+		}
+	}
+	cl.recipients = append(stale, fresh...)
+	cl.isStale = make(map[int64]bool, len(stale))
+	for _, r := range stale {
+		cl.isStale[r.MessageID] = true
+	}
+	return cl, nil
+}
+
+// reserveBatch returns how many messages a batch may take now and, for
+// a brand with a send_rate, the reservation made for them (D16: the
+// brand's rate holds across nodes), or how long to wait when none may go.
+func (s *Service) reserveBatch(ctx context.Context, tx *store.Tx, brandID int64, set *parley.BrandSettings, now time.Time) (int, *reservation, time.Duration, error) {
+	limit := s.campaignBatchSize()
+	if set.SendRate <= 0 {
+		return limit, nil, 0, nil
+	}
+	next, err := tx.LockPacing(ctx, brandID)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	r := reserve(now, next, set.SendRate, limit, false)
+	if r.n == 0 {
+		return 0, nil, max(r.wait, time.Microsecond), nil
+	}
+	return r.n, &r, 0, nil
+}
+
 // campaignFail is a message of a batch that fails, and why.
 type campaignFail struct {
 	id, userID  int64
@@ -328,15 +416,7 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 			return jobs.CampaignProgress{Wait: resolvePoll}, nil
 		}
 	}
-	set, err := s.db.BrandSettings(ctx, brandID)
-	if err != nil {
-		return jobs.CampaignProgress{}, err
-	}
-	window, err := sendwindow.ParseWindow(set.SendingWindow.Start, set.SendingWindow.End)
-	if err != nil {
-		return jobs.CampaignProgress{}, err // settings are checked when saved
-	}
-	brand, err := s.db.FindBrand(ctx, brandID)
+	set, window, brand, err := s.brandSending(ctx, brandID)
 	if err != nil {
 		return jobs.CampaignProgress{}, err
 	}
@@ -364,91 +444,29 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 	)
 	err = s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
 		batch, prog = nil, jobs.CampaignProgress{}
-		if idempotent {
-			if err := tx.RelaxCommit(ctx); err != nil {
-				return err
-			}
+		cl, err := s.claimBatch(ctx, tx, brandID, set, idempotent,
+			func(limit int, provider string) ([]store.CampaignRecipient, error) {
+				return tx.ClaimCampaignMessages(ctx, brandID, c.ID, limit, provider)
+			},
+			func(before time.Time, limit int) ([]store.CampaignRecipient, error) {
+				return tx.ClaimStaleCampaignMessages(ctx, brandID, c.ID, before, limit)
+			})
+		if err != nil || cl.wait > 0 {
+			prog.Wait = cl.wait
+			return err
 		}
-		now := tx.Now()
-		limit := s.campaignBatchSize()
-		var pace *reservation
-		if set.SendRate > 0 {
-			next, err := tx.LockPacing(ctx, brandID)
-			if err != nil {
-				return err
-			}
-			r := reserve(now, next, set.SendRate, limit, false)
-			if r.n == 0 {
-				prog.Wait = r.wait
-				return nil
-			}
-			limit, pace = r.n, &r
+		if len(cl.recipients) == 0 {
+			return s.campaignIdle(ctx, tx, c, &prog)
 		}
-		provider := ""
-		if !idempotent {
-			provider = s.provider.Name() // as MarkSending records it
-		}
-		fresh, err := tx.ClaimCampaignMessages(ctx, brandID, c.ID, limit, provider)
+		now, recipients, isStale, pace := cl.now, cl.recipients, cl.isStale, cl.pace
+		sorted, err := s.sortClaimed(now, recipients, isStale, set, window, idempotent, func(store.CampaignRecipient) (string, string) {
+			return c.Type, mediaGone
+		})
 		if err != nil {
 			return err
 		}
-		// Stale claims (a dead sender's) are looked for only once nothing
-		// else can go: the search reads every queued message of the
-		// campaign, which each batch cannot afford; they go last.
-		var stale []store.CampaignRecipient
-		if len(fresh) == 0 {
-			if stale, err = tx.ClaimStaleCampaignMessages(ctx, brandID, c.ID, now.Add(-s.staleClaimAge()), limit); err != nil {
-				return err
-			}
-		}
-		if len(stale)+len(fresh) == 0 {
-			return s.campaignIdle(ctx, tx, c, &prog)
-		}
-		recipients := append(stale, fresh...)
-		isStale := make(map[int64]bool, len(stale))
-		for _, r := range stale {
-			isStale[r.MessageID] = true
-		}
-		var fails []campaignFail
-		holds := map[time.Time][]int64{}
-		for _, r := range recipients {
-			fail := func(code, msg string) {
-				fails = append(fails, campaignFail{id: r.MessageID, userID: r.UserID, code: code, msg: msg})
-			}
-			if isStale[r.MessageID] {
-				// Its batch may have reached the provider before the sender
-				// died: only an idempotent provider may be asked again.
-				if !idempotent {
-					fail(CodeOutcomeUnknown, "A previous send attempt was interrupted; it may or may not have been sent.")
-				} else {
-					batch = append(batch, r)
-				}
-				continue
-			}
-			switch {
-			case r.Deleted:
-				fail(CodeRecipientGone, "The recipient was deleted.")
-			case r.Consent != nil && !*r.Consent:
-				fail(CodeUnsubscribed, "The recipient has opted out of messages.")
-			case mediaGone != "":
-				fail(CodeMediaGone, "Media item "+mediaGone+" no longer exists.")
-			case c.Type == parley.TypeMarketing:
-				open, err := sendwindow.NextOpening(now, sendwindow.Zones(r.ZipZone, r.To, set.TimeZone),
-					sendwindow.State(r.StateCode, r.To), window, s.usSendingRules)
-				switch {
-				case errors.Is(err, sendwindow.ErrNoOpening):
-					fail(CodeOutsideWindow, "The sending window never opens in the recipient's local time.")
-				case err != nil:
-					return err
-				case open.After(now):
-					holds[open] = append(holds[open], r.MessageID)
-				default:
-					batch = append(batch, r)
-				}
-			default:
-				batch = append(batch, r)
-			}
-		}
+		batch = sorted.send
+		fails, holds := sorted.fails, sorted.holds
 		for until, ids := range holds {
 			if err := tx.HoldCampaignMessages(ctx, brandID, ids, until); err != nil {
 				return err
@@ -499,10 +517,38 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 	results := s.sendBatch(ctx, brandID, s.handOver(set, c.Type, idempotent), set, msgs)
 	s.observeCall("batch", time.Since(start))
 
+	n, temp, err := s.writeOutcomes(ctx, brandID, batch, results, nil, idempotent, func(tx *store.Tx) (bool, error) {
+		// A campaign canceled while the batch was with the provider is
+		// claimed from no more: a message put back would stay queued for
+		// ever, so it fails as the cancel would have failed it.
+		// Only a batch with such messages locks the row.
+		status, err := tx.LockCampaignStatus(ctx, brandID, c.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return false, err
+		}
+		return status != parley.CampaignSending, nil
+	})
+	if err != nil {
+		return jobs.CampaignProgress{}, err
+	}
+	prog.Sent = n
+	if temp > 0 {
+		prog.Wait = time.Second // the provider is struggling: back off a little
+	}
+	return prog, nil
+}
+
+// writeOutcomes writes the provider's results of a batch (results[i] is
+// batch[i]'s) and the batch's fails, in one transaction: the sent moved
+// to sent, the refused failed, the temporarily refused put back for a
+// later batch until their attempts run out — or failed canceled when
+// stopped (called only then) says their source sends no more. It returns
+// how many were sent and how many met a temporary error.
+func (s *Service) writeOutcomes(ctx context.Context, brandID int64, batch []store.CampaignRecipient, results []delivery.Result,
+	fails []campaignFail, idempotent bool, stopped func(tx *store.Tx) (bool, error)) (int, int, error) {
 	var (
-		sent  []store.Sent
-		fails []campaignFail
-		temp  []int64
+		sent []store.Sent
+		temp []int64
 	)
 	for i, res := range results {
 		r := batch[i]
@@ -520,7 +566,7 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 			temp = append(temp, r.MessageID)
 		}
 	}
-	err = s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
+	err := s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
 		if idempotent {
 			if err := tx.RelaxCommit(ctx); err != nil {
 				return err
@@ -547,20 +593,16 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 		if err != nil {
 			return err
 		}
-		// A campaign canceled while the batch was with the provider is
-		// claimed from no more: a message put back would stay queued for
-		// ever, so it fails as the cancel would have failed it.
-		// Only a batch with such messages locks the row.
-		status := parley.CampaignSending
-		if len(temp) > 0 {
-			if status, err = tx.LockCampaignStatus(ctx, brandID, c.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		stop := false
+		if len(temp) > 0 && stopped != nil {
+			if stop, err = stopped(tx); err != nil {
 				return err
 			}
 		}
 		var retry []int64
 		fails := fails
 		for _, id := range temp {
-			if status != parley.CampaignSending {
+			if stop {
 				fails = append(fails, campaignFail{id: id, code: parley.ErrorCodeCanceled, msg: canceledReason})
 			} else if attempts[id] >= maxCampaignAttempts {
 				fails = append(fails, campaignFail{id: id, code: "provider_unavailable", msg: "The provider did not take the message after repeated attempts."})
@@ -574,13 +616,68 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 		return s.failCampaignMessages(ctx, tx, brandID, fails)
 	})
 	if err != nil {
-		return jobs.CampaignProgress{}, err
+		return 0, 0, err
 	}
-	prog.Sent = len(sent)
-	if len(temp) > 0 {
-		prog.Wait = time.Second // the provider is struggling: back off a little
+	return len(sent), len(temp), nil
+}
+
+// claimedSort is what becomes of a batch's claimed messages: sent now,
+// failed, or held until their window opens (by the opening).
+type claimedSort struct {
+	send  []store.CampaignRecipient
+	fails []campaignFail
+	holds map[time.Time][]int64
+}
+
+// sortClaimed decides, for each claimed message, what a batch does with
+// it: a stale claim (isStale) goes again only to an idempotent provider;
+// a deleted or opted-out recipient, or media gone, fails it; a MARKETING
+// message outside the recipient's sending window is held (D17). of gives
+// a message's type and the media item of it that is gone ("" if none).
+func (s *Service) sortClaimed(now time.Time, recipients []store.CampaignRecipient, isStale map[int64]bool,
+	set *parley.BrandSettings, window sendwindow.Window, idempotent bool,
+	of func(store.CampaignRecipient) (typ, mediaGone string)) (claimedSort, error) {
+	out := claimedSort{holds: map[time.Time][]int64{}}
+	for _, r := range recipients {
+		fail := func(code, msg string) {
+			out.fails = append(out.fails, campaignFail{id: r.MessageID, userID: r.UserID, code: code, msg: msg})
+		}
+		if isStale[r.MessageID] {
+			// Its batch may have reached the provider before the sender
+			// died: only an idempotent provider may be asked again.
+			if !idempotent {
+				fail(CodeOutcomeUnknown, "A previous send attempt was interrupted; it may or may not have been sent.")
+			} else {
+				out.send = append(out.send, r)
+			}
+			continue
+		}
+		typ, mediaGone := of(r)
+		switch {
+		case r.Deleted:
+			fail(CodeRecipientGone, "The recipient was deleted.")
+		case r.Consent != nil && !*r.Consent:
+			fail(CodeUnsubscribed, "The recipient has opted out of messages.")
+		case mediaGone != "":
+			fail(CodeMediaGone, "Media item "+mediaGone+" no longer exists.")
+		case typ == parley.TypeMarketing:
+			open, err := sendwindow.NextOpening(now, sendwindow.Zones(r.ZipZone, r.To, set.TimeZone),
+				sendwindow.State(r.StateCode, r.To), window, s.usSendingRules)
+			switch {
+			case errors.Is(err, sendwindow.ErrNoOpening):
+				fail(CodeOutsideWindow, "The sending window never opens in the recipient's local time.")
+			case err != nil:
+				return out, err
+			case open.After(now):
+				out.holds[open] = append(out.holds[open], r.MessageID)
+			default:
+				out.send = append(out.send, r)
+			}
+		default:
+			out.send = append(out.send, r)
+		}
 	}
-	return prog, nil
+	return out, nil
 }
 
 // campaignIdle decides, when a batch found nothing to claim, whether the
@@ -624,17 +721,23 @@ func (s *Service) campaignIdle(ctx context.Context, tx *store.Tx, c *parley.Camp
 		prog.Done = true // canceled: its unclaimed messages failed with the cancel
 		return nil
 	}
+	prog.Wait = s.queueWait(q, now, sending)
+	return nil
+}
+
+// queueWait is how long a sender that found nothing to claim waits: for
+// claims in flight — another sender's batch, which will be written in a
+// moment, or a dead sender's, stale at the latest then — and, when held
+// counts, for the earliest message held for its window.
+func (s *Service) queueWait(q store.CampaignQueue, now time.Time, held bool) time.Duration {
 	wait := time.Duration(0)
 	if q.Claimed > 0 {
-		// Claims in flight: another sender's batch, which will be written
-		// in a moment, or a dead sender's, stale at the latest then.
 		wait = min(q.OldestClaim.Add(s.staleClaimAge()).Sub(now), claimPoll)
 	}
-	if sending && !q.NextHeld.IsZero() && (wait == 0 || q.NextHeld.Sub(now) < wait) {
+	if held && !q.NextHeld.IsZero() && (wait == 0 || q.NextHeld.Sub(now) < wait) {
 		wait = q.NextHeld.Sub(now)
 	}
-	prog.Wait = max(wait, 10*time.Millisecond)
-	return nil
+	return max(wait, 10*time.Millisecond)
 }
 
 // failCampaignMessages fails messages of a batch, each with its event,

@@ -698,13 +698,24 @@ func TestTransactionalOvertakesDrainingCampaign(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer close(p.gate)
+	overtakes(t, e, p, ids[3], "campaign")
+	if s := campStats(t, e, c); s.Queued != 20 || s.Sent != 0 {
+		t.Errorf("campaign stats %+v when the transactional message went, want all 20 still queued", s)
+	}
+}
+
+// overtakes waits until the first batch of what drains (a campaign, a
+// flow) is with p, then sends a transactional message to user, and fails
+// t unless it is sent while that batch is still with the provider.
+func overtakes(t *testing.T, e *apitest.Env, p *gateProvider, user int64, what string) {
+	t.Helper()
 	select {
 	case <-p.entered:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the campaign's first batch never reached the provider")
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the %s's first batch never reached the provider", what)
 	}
 	m, err := e.App.Service.SendMessage(e.Ctx, parley.Origin{}, e.BrandA.ID, parley.MessageCreate{
-		UserID: parley.Some(ids[3]), Body: parley.Some("Your code is 1234"), Type: parley.Some(parley.TypeTransactional)})
+		UserID: parley.Some(user), Body: parley.Some("Your code is 1234"), Type: parley.Some(parley.TypeTransactional)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -715,15 +726,12 @@ func TestTransactionalOvertakesDrainingCampaign(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got.Status == parley.StatusSent {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("transactional message still %s while the campaign's batch is with the provider", got.Status)
+			t.Fatalf("transactional message still %s while the %s's batch is with the provider", got.Status, what)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	if s := campStats(t, e, c); s.Queued != 20 || s.Sent != 0 {
-		t.Errorf("campaign stats %+v when the transactional message went, want all 20 still queued", s)
 	}
 }
 

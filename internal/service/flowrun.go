@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -107,11 +106,23 @@ func (s *Service) RunDueFlowSteps(ctx context.Context) (int, error) {
 		}
 		n, failed = len(runs), nil
 		r := &flowRunner{s: s, tx: tx, counts: map[int64]map[int]store.StepCounts{},
-			steps: map[[2]int64][]parley.FlowStep{}, settings: map[int64]*parley.BrandSettings{}}
+			steps: map[[2]int64][]parley.FlowStep{}, settings: map[int64]*parley.BrandSettings{},
+			bodies: map[[3]int64]bodyRenderer{}, wrote: map[int64]int64{}}
 		for _, run := range runs {
 			if err := r.advance(ctx, run); err != nil {
 				failed = run
 				return fmt.Errorf("flow %d run %d: %w", run.FlowID, run.ID, err)
+			}
+		}
+		// The flows' messages go out by each flow's one sender job, queued
+		// here unless one is queued or running already.
+		for flowID, brandID := range r.wrote {
+			queue, err := tx.WantFlowSender(ctx, flowID)
+			if err != nil {
+				return err
+			}
+			if queue {
+				s.jobsOf(tx).FlowSend(brandID, flowID)
 			}
 		}
 		return tx.CountSteps(ctx, r.counts)
@@ -147,6 +158,11 @@ type flowRunner struct {
 	steps map[[2]int64][]parley.FlowStep
 	// settings are the brand settings met.
 	settings map[int64]*parley.BrandSettings
+	// bodies are the parsed bodies of send steps, by flow, version and
+	// step: parsed once a batch, not once a message.
+	bodies map[[3]int64]bodyRenderer
+	// wrote holds the flows the batch wrote messages of, with their brands.
+	wrote map[int64]int64
 }
 
 func (r *flowRunner) count(flowID int64, step int, f func(*store.StepCounts)) {
@@ -292,13 +308,13 @@ func (r *flowRunner) send(ctx context.Context, run *store.DueRun, st parley.Flow
 	}
 	flowID := run.FlowID
 	m := &parley.Message{BrandID: run.BrandID, UserID: u.ID, Direction: parley.DirectionOutbound,
-		Status: parley.StatusQueued, Body: renderFlowBody(st.Body, u, run.Event), MediaItemUUIDs: st.MediaItemUUIDs,
+		Status: parley.StatusQueued, Body: r.render(run, st.Body, u), MediaItemUUIDs: st.MediaItemUUIDs,
 		Type: st.MessageType, DateCreated: parley.NewTime(r.tx.Now()), FlowID: &flowID}
 	ok, err := r.tx.InsertFlowMessage(ctx, m, run.ID, run.Step)
 	if err != nil || !ok {
 		return false, err
 	}
-	r.s.jobsOf(r.tx).Delivery(run.BrandID, m.ID)
+	r.wrote[run.FlowID] = run.BrandID
 	return true, r.s.emit(ctx, r.tx, run.BrandID, parley.EventMessageQueued, m)
 }
 
@@ -346,12 +362,18 @@ func nextClock(now time.Time, loc *time.Location, hhmm string) time.Time {
 	return t
 }
 
-// renderFlowBody fills the body's placeholders in for the contact and,
-// in an event-triggered run, the event's properties (D21), as a
-// campaign's are.
-func renderFlowBody(body string, u *parley.User, event json.RawMessage) string {
-	return RenderBody(body, Contact{FirstName: deref(u.FirstName), LastName: deref(u.LastName),
-		CustomData: string(u.CustomData), Event: event})
+// render fills the step's body in for the contact and, in an
+// event-triggered run, the event's properties (D21), as a campaign's
+// are.
+func (r *flowRunner) render(run *store.DueRun, body string, u *parley.User) string {
+	k := [3]int64{run.FlowID, run.Version, int64(run.Step)}
+	b, ok := r.bodies[k]
+	if !ok {
+		b = newBodyRenderer(body)
+		r.bodies[k] = b
+	}
+	return b.render(body, Contact{FirstName: deref(u.FirstName), LastName: deref(u.LastName),
+		CustomData: string(u.CustomData), Event: run.Event})
 }
 
 func deref(s *string) string {

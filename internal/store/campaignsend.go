@@ -108,18 +108,32 @@ func collectRecipients(rows *sql.Rows) ([]CampaignRecipient, error) {
 // campaign is sending — and returns their recipients, in id order. provider, when not empty,
 // is recorded as MarkSending does (a provider that is not idempotent).
 func (tx *Tx) ClaimCampaignMessages(ctx context.Context, brandID, campaignID int64, limit int, provider string) ([]CampaignRecipient, error) {
+	return tx.claimQueued(ctx, "campaign_id", brandID, campaignID, limit, provider,
+		`AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ? AND c.status = 'sending')`, campaignID)
+}
+
+// ClaimFlowMessages is ClaimCampaignMessages for the flow's queued
+// messages (messages_flow_queue, D21): a flow is no gate of its own, as
+// its messages were written by steps that ran.
+func (tx *Tx) ClaimFlowMessages(ctx context.Context, brandID, flowID int64, limit int, provider string) ([]CampaignRecipient, error) {
+	return tx.claimQueued(ctx, "flow_id", brandID, flowID, limit, provider, "")
+}
+
+// claimQueued claims the due messages of a source of queued messages
+// whose id is in column (campaign_id, flow_id), guard (with its args)
+// being a further condition of the pick.
+func (tx *Tx) claimQueued(ctx context.Context, column string, brandID, id int64, limit int, provider, guard string, guardArgs ...any) ([]CampaignRecipient, error) {
 	now := micros(tx.now)
 	q := tx.claimUpdate(`sending_at = ?, attempts = attempts + 1, provider = COALESCE(?, provider)`,
-		`SELECT id FROM messages WHERE campaign_id = ? AND status = 'queued' AND COALESCE(scheduled_at, 0) <= ?
-		AND sending_at IS NULL AND brand_id = ?
-		AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ? AND c.status = 'sending')
+		`SELECT id FROM messages WHERE `+column+` = ? AND status = 'queued' AND COALESCE(scheduled_at, 0) <= ?
+		AND sending_at IS NULL AND brand_id = ? `+guard+`
 		ORDER BY COALESCE(scheduled_at, 0), id LIMIT ?`,
 		`messages.status = 'queued' AND messages.sending_at IS NULL`)
 	set := []any{now, nullIfEmpty(provider)}
-	pick := []any{campaignID, now, brandID, campaignID, limit}
+	pick := append(append([]any{id, now, brandID}, guardArgs...), limit)
 	rows, err := tx.query(ctx, q, tx.claimArgs(set, pick)...)
 	if err != nil {
-		return nil, fmt.Errorf("store: claim campaign messages: %w", err)
+		return nil, fmt.Errorf("store: claim queued messages: %w", err)
 	}
 	return collectRecipients(rows)
 }
@@ -130,14 +144,23 @@ func (tx *Tx) ClaimCampaignMessages(ctx context.Context, brandID, campaignID int
 // sending_at to now and returns their recipients, whatever the campaign's status
 // (a canceled campaign's claimed messages may have reached the provider).
 func (tx *Tx) ClaimStaleCampaignMessages(ctx context.Context, brandID, campaignID int64, staleBefore time.Time, limit int) ([]CampaignRecipient, error) {
+	return tx.claimStale(ctx, "campaign_id", brandID, campaignID, staleBefore, limit)
+}
+
+// ClaimStaleFlowMessages is ClaimStaleCampaignMessages for a flow's.
+func (tx *Tx) ClaimStaleFlowMessages(ctx context.Context, brandID, flowID int64, staleBefore time.Time, limit int) ([]CampaignRecipient, error) {
+	return tx.claimStale(ctx, "flow_id", brandID, flowID, staleBefore, limit)
+}
+
+func (tx *Tx) claimStale(ctx context.Context, column string, brandID, id int64, staleBefore time.Time, limit int) ([]CampaignRecipient, error) {
 	q := tx.claimUpdate(`sending_at = ?, attempts = attempts + 1`,
-		`SELECT id FROM messages WHERE campaign_id = ? AND status = 'queued' AND sending_at <= ? AND brand_id = ?
+		`SELECT id FROM messages WHERE `+column+` = ? AND status = 'queued' AND sending_at <= ? AND brand_id = ?
 		ORDER BY COALESCE(scheduled_at, 0), id LIMIT ?`,
 		`messages.status = 'queued' AND messages.sending_at IS NOT NULL`)
 	rows, err := tx.query(ctx, q, tx.claimArgs([]any{micros(tx.now)},
-		[]any{campaignID, micros(staleBefore), brandID, limit})...)
+		[]any{id, micros(staleBefore), brandID, limit})...)
 	if err != nil {
-		return nil, fmt.Errorf("store: claim stale campaign messages: %w", err)
+		return nil, fmt.Errorf("store: claim stale messages: %w", err)
 	}
 	return collectRecipients(rows)
 }
@@ -435,16 +458,26 @@ type CampaignQueue struct {
 
 // CampaignQueueState reads the campaign's work list (messages_campaign_queue).
 func (tx *Tx) CampaignQueueState(ctx context.Context, brandID, campaignID int64) (CampaignQueue, error) {
+	return tx.queueState(ctx, "campaign_id", brandID, campaignID,
+		`(SELECT count(*) FROM campaigns WHERE id = ? AND resolve_cursor IS NOT NULL)`)
+}
+
+// FlowQueueState reads the flow's work list (messages_flow_queue); a
+// flow is never resolving.
+func (tx *Tx) FlowQueueState(ctx context.Context, brandID, flowID int64) (CampaignQueue, error) {
+	return tx.queueState(ctx, "flow_id", brandID, flowID, `(SELECT 0 * CAST(? AS BIGINT))`)
+}
+
+func (tx *Tx) queueState(ctx context.Context, column string, brandID, id int64, resolvingQ string) (CampaignQueue, error) {
 	var q CampaignQueue
 	var oldest, held sql.NullInt64
 	var resolving int64
 	err := tx.queryRow(ctx, `SELECT count(*), coalesce(sum(CASE WHEN sending_at IS NULL THEN 0 ELSE 1 END), 0),
-	min(sending_at), min(CASE WHEN sending_at IS NULL THEN scheduled_at END),
-	(SELECT count(*) FROM campaigns WHERE id = ? AND resolve_cursor IS NOT NULL)
-	FROM messages WHERE campaign_id = ? AND status = 'queued' AND brand_id = ?`, campaignID, campaignID, brandID).Scan(
+	min(sending_at), min(CASE WHEN sending_at IS NULL THEN scheduled_at END), `+resolvingQ+`
+	FROM messages WHERE `+column+` = ? AND status = 'queued' AND brand_id = ?`, id, id, brandID).Scan(
 		&q.Queued, &q.Claimed, &oldest, &held, &resolving)
 	if err != nil {
-		return q, fmt.Errorf("store: campaign queue: %w", err)
+		return q, fmt.Errorf("store: queue state: %w", err)
 	}
 	if oldest.Valid {
 		q.OldestClaim = fromMicros(oldest.Int64)

@@ -224,3 +224,25 @@ func TestBenchCampaign(t *testing.T) {
 		t.Errorf("result %+v\nstderr:\n%s", res, errOut.String())
 	}
 }
+
+// TestBenchFlows: `parley bench --self --scenario flows` imports its
+// contacts into a subscribed flow, reports them entered, their welcomes
+// written and delivered with transactional probes timed meanwhile, then
+// seeds waiting runs and reads the server's CPU (issue #33).
+func TestBenchFlows(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"bench", "--self", "--scenario", "flows", "--users", "300", "--concurrency", "4",
+		"--probe-rate", "20", "--waiting", "2000", "--idle-window", "1s", "--json"}, env(nil), &out, &errOut)
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, errOut.String())
+	}
+	var res bench.FlowsResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	if res.Contacts != 300 || res.Stats.Entered != 300 || len(res.StepsStats) != 3 || res.StepsStats[0].Sent != 300 ||
+		res.EnteredS <= 0 || res.WrittenS < res.EnteredS || res.DeliveredS < res.WrittenS || res.ProbesLate != 0 ||
+		res.Waiting != 2000 || res.IdleWindowS < 1 || res.PeakRSSMiB <= 0 {
+		t.Errorf("result %+v\nstderr:\n%s", res, errOut.String())
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -120,7 +121,7 @@ func RunCampaign(ctx context.Context, o Options, probeRate float64) (*CampaignRe
 	probeCtx, stopProbes := context.WithCancel(ctx)
 	probes := make(chan probe, 1024)
 	var probing sync.WaitGroup
-	probing.Go(func() { r.probe(probeCtx, c, sendAt, probeRate, probes) })
+	probing.Go(func() { r.probe(probeCtx, c, sendAt, probeRate, probes, nil) })
 
 	deadline := sendAt.Add(10 * time.Minute)
 	for !camp.done() {
@@ -177,8 +178,8 @@ type probe struct {
 
 // probe sends TRANSACTIONAL messages to random seeded contacts at rate a
 // second from sendAt until ctx ends, and reports each on out once it is
-// delivered or ctx ended.
-func (r *runner) probe(ctx context.Context, c *client.Client, sendAt time.Time, rate float64, out chan<- probe) {
+// delivered or ctx ended; seen, if not nil, counts those seen delivered.
+func (r *runner) probe(ctx context.Context, c *client.Client, sendAt time.Time, rate float64, out chan<- probe, seen *atomic.Int64) {
 	if rate <= 0 {
 		return
 	}
@@ -217,6 +218,9 @@ func (r *runner) probe(ctx context.Context, c *client.Client, sendAt time.Time, 
 				got, err := c.GetMessage(wait, m.ID)
 				if err == nil && slices.Contains([]string{parley.StatusDelivered, parley.StatusUndelivered, parley.StatusFailed}, got.Status) {
 					p.delivered = time.Since(start)
+					if seen != nil {
+						seen.Add(1)
+					}
 					break
 				}
 				time.Sleep(20 * time.Millisecond)

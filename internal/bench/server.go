@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parleyhq/parley/internal/store"
+
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for the schema of a PostgreSQL run
 )
 
@@ -48,6 +50,8 @@ type Server struct {
 	URL              string
 	Username, Secret string // a credential of a brand created for the run
 	Engine           string // sqlite, postgres or trivial
+
+	dsn string // the server's --db
 
 	token   string // the admin API's bearer token
 	brandID int64  // the run's brand
@@ -116,6 +120,7 @@ func StartServer(ctx context.Context, o ServerOptions) (_ *Server, err error) {
 			}
 			s.Engine = "postgres"
 		}
+		s.dsn = db
 		args = []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--db", db,
 			"--admin-token", token, "--log-format", "json", "--role", "all"}
 		args = append(args, hardeningArgs(o.Hardening)...)
@@ -397,4 +402,15 @@ func (t *tail) String() string {
 		b = b[len(b)-tailSize:]
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// seedWaitingRuns writes n runs of the flow waiting until nextAt into the
+// server's database (store.SeedWaitingRuns), beside the running server.
+func (s *Server) seedWaitingRuns(ctx context.Context, flowID int64, n int, nextAt time.Time) error {
+	db, err := store.Open(ctx, s.dsn, store.Options{BusyTimeout: time.Minute})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.SeedWaitingRuns(ctx, flowID, n, nextAt)
 }

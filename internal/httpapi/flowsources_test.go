@@ -38,6 +38,11 @@ func TestFlowTriggersFromEverySource(t *testing.T) {
 	}{
 		{"api create, consent true", func() *parley.User { return consenting(t, e, "+14155558001", yes) }, both},
 		{"api create, no consent", func() *parley.User { return consenting(t, e, "+14155558002", nil) }, made},
+		{"api create, consent false", func() *parley.User { return consenting(t, e, "+14155558010", no) }, made},
+		{"import, consent false", func() *parley.User {
+			impRun(t, e, e.A, "phone_number,messaging_consent\n+14155558011,false\n", nil)
+			return byPhone("+14155558011")
+		}, made},
 		{"api update", func() *parley.User {
 			u := consenting(t, e, "+14155558003", no)
 			u, err := e.A.UpdateUser(e.Ctx, u.ID, parley.UserUpdate{UserFields: parley.UserFields{MessagingConsent: parley.Some(true)}})
@@ -94,6 +99,12 @@ func TestFlowTriggersFromEverySource(t *testing.T) {
 			}
 			if len(runs) != want {
 				t.Errorf("%s: %d runs of %q, want %d", c.source, len(runs), f.Name, want)
+			}
+			// Created without consent is no opt-out: the run goes on.
+			for _, r := range runs {
+				if r.Status != parley.RunActive {
+					t.Errorf("%s: run of %q %s (%v), want active", c.source, f.Name, r.Status, r.ExitReason)
+				}
 			}
 		}
 	}

@@ -301,7 +301,7 @@ func (s *Service) RecordEvent(ctx context.Context, o parley.Origin, brandID int6
 		if ev.ID, err = tx.InsertUserEvent(ctx, brandID, ev.UserID, ev.Name, ev.Properties); err != nil {
 			return err
 		}
-		if err := s.enterFlows(ctx, tx, brandID, parley.TriggerEvent, ev.Name, ev.UserID, ev.Properties); err != nil {
+		if err := s.enterFlows(ctx, tx, brandID, parley.TriggerEvent, ev.Name, []int64{ev.UserID}, ev.Properties); err != nil {
 			return err
 		}
 		tx.Answer(ev)

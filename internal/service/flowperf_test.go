@@ -63,12 +63,12 @@ func TestFlowDrainMeasure(t *testing.T) {
 			if err := tx.InsertUsers(ctx, users); err != nil {
 				return err
 			}
-			for _, u := range users {
-				if _, err := tx.EnterFlow(ctx, store.FlowEntry{BrandID: brand.ID, FlowID: f.ID, Version: f.Version}, u.ID, nil); err != nil {
-					return err
-				}
+			ids := make([]int64, len(users))
+			for i, u := range users {
+				ids[i] = u.ID
 			}
-			return nil
+			_, err := tx.EnterFlow(ctx, store.FlowEntry{BrandID: brand.ID, FlowID: f.ID, Version: f.Version}, ids, nil)
+			return err
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -76,7 +76,7 @@ func (s *Service) scanSegmentFlow(ctx context.Context, f store.ScanFlow) error {
 		if err != nil || f.ScannedAt == nil {
 			return err
 		}
-		return s.enterMany(ctx, tx, f, ids)
+		return s.enterFlow(ctx, tx, f.FlowEntry, ids, nil)
 	})
 }
 
@@ -118,29 +118,8 @@ func (s *Service) scanDateFlow(ctx context.Context, f store.ScanFlow) error {
 				ids = append(ids, u.ID)
 			}
 		}
-		return s.enterMany(ctx, tx, f, ids)
+		return s.enterFlow(ctx, tx, f.FlowEntry, ids, nil)
 	})
-}
-
-// enterMany enters the contacts into the scanned flow.
-func (s *Service) enterMany(ctx context.Context, tx *store.Tx, f store.ScanFlow, ids []int64) error {
-	entered := false
-	for _, id := range ids {
-		run, err := tx.EnterFlow(ctx, f.FlowEntry, id, nil)
-		if err != nil {
-			return err
-		}
-		if run != nil {
-			entered = true
-			if err := s.emit(ctx, tx, f.BrandID, parley.EventFlowEntered, run); err != nil {
-				return err
-			}
-		}
-	}
-	if entered {
-		tx.AfterCommit(s.wakeFlows)
-	}
-	return nil
 }
 
 // dateField reads a contact's DATE field (a contact field or custom data)

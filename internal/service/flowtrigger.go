@@ -28,9 +28,13 @@ type flowCacheKey struct{}
 
 func (flowCache) Flush(context.Context, *store.Tx) error { return nil }
 
-// enterFlows enters the contact into the brand's active flows whose
+// enterFlows enters the contacts into the brand's active flows whose
 // trigger is typ and key, and emits flow.entered for each run started.
-func (s *Service) enterFlows(ctx context.Context, tx *store.Tx, brandID int64, typ, key string, userID int64, event json.RawMessage) error {
+// The contacts of one call enter each flow in one statement per chunk.
+func (s *Service) enterFlows(ctx context.Context, tx *store.Tx, brandID int64, typ, key string, userIDs []int64, event json.RawMessage) error {
+	if len(userIDs) == 0 {
+		return nil
+	}
 	cache := tx.Batch(flowCacheKey{}, func() store.Flusher { return flowCache{} }).(flowCache)
 	k := flowTriggerKey{brandID, typ, key}
 	flows, ok := cache[k]
@@ -41,23 +45,31 @@ func (s *Service) enterFlows(ctx context.Context, tx *store.Tx, brandID int64, t
 		}
 		cache[k] = flows
 	}
-	entered := false
 	for _, f := range flows {
-		run, err := tx.EnterFlow(ctx, f, userID, event)
-		if err != nil {
-			return err
-		}
-		if run == nil {
-			continue
-		}
-		entered = true
-		if err := s.emit(ctx, tx, brandID, parley.EventFlowEntered, run); err != nil {
+		if err := s.enterFlow(ctx, tx, f, userIDs, event); err != nil {
 			return err
 		}
 	}
-	if entered {
-		tx.AfterCommit(s.wakeFlows)
+	return nil
+}
+
+// enterFlow enters the contacts into one flow, emits flow.entered for
+// each run started and wakes the runner once the transaction commits.
+func (s *Service) enterFlow(ctx context.Context, tx *store.Tx, f store.FlowEntry, userIDs []int64, event json.RawMessage) error {
+	runs, err := tx.EnterFlow(ctx, f, userIDs, event)
+	if err != nil || len(runs) == 0 {
+		return err
 	}
+	hooks, err := s.hooksFor(ctx, tx, f.BrandID, parley.EventFlowEntered)
+	if err != nil {
+		return err
+	}
+	for _, run := range runs {
+		if err := s.emitTo(ctx, tx, f.BrandID, parley.EventFlowEntered, hooks, run); err != nil {
+			return err
+		}
+	}
+	tx.AfterCommit(s.wakeFlows)
 	return nil
 }
 
@@ -70,7 +82,7 @@ func (s *Service) consentChanged(ctx context.Context, tx *store.Tx, brandID, use
 	case now == nil || (prev != nil && *prev == *now):
 		return nil
 	case *now:
-		return s.enterFlows(ctx, tx, brandID, parley.TriggerSubscribed, "", userID, nil)
+		return s.enterFlows(ctx, tx, brandID, parley.TriggerSubscribed, "", []int64{userID}, nil)
 	}
 	reason := ExitOptedOut
 	if source == parley.SourceKeyword {
@@ -82,7 +94,7 @@ func (s *Service) consentChanged(ctx context.Context, tx *store.Tx, brandID, use
 
 // userCreated is the created trigger (D21).
 func (s *Service) userCreated(ctx context.Context, tx *store.Tx, u *parley.User) error {
-	return s.enterFlows(ctx, tx, u.BrandID, parley.TriggerCreated, "", u.ID, nil)
+	return s.enterFlows(ctx, tx, u.BrandID, parley.TriggerCreated, "", []int64{u.ID}, nil)
 }
 
 // keywordTrigger is the keyword trigger (D21): an inbound text that is
@@ -100,5 +112,5 @@ func (s *Service) keywordTrigger(ctx context.Context, tx *store.Tx, brandID, use
 	if err := s.setConsent(ctx, tx, brandID, userID, true, parley.SourceKeyword, w, messageID); err != nil {
 		return err
 	}
-	return s.enterFlows(ctx, tx, brandID, parley.TriggerKeyword, w, userID, nil)
+	return s.enterFlows(ctx, tx, brandID, parley.TriggerKeyword, w, []int64{userID}, nil)
 }

@@ -591,11 +591,10 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 				if err := em.emit(ctx, parley.EventUserCreated, u); err != nil {
 					return err
 				}
-				if err := s.userCreated(ctx, tx, u); err != nil {
-					return err
-				}
-				if err := s.consentChanged(ctx, tx, brandID, u.ID, nil, u.MessagingConsent, parley.SourceImport); err != nil {
-					return err
+				// A new contact has no runs for a refusal to end.
+				em.created = append(em.created, u.ID)
+				if u.MessagingConsent != nil && *u.MessagingConsent {
+					em.subscribed = append(em.subscribed, u.ID)
 				}
 				entries, err := changes(nil, u)
 				if err != nil {
@@ -631,6 +630,9 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 			counts[out]++
 		}
 		if err := tx.InsertHistory(ctx, brandID, history); err != nil {
+			return err
+		}
+		if err := em.enterFlows(ctx); err != nil {
 			return err
 		}
 		if err := em.flush(ctx); err != nil {
@@ -698,7 +700,7 @@ func (run *importRun) merge(ctx context.Context, tx *store.Tx, em *batchEmitter,
 		if err := em.consent(ctx, u); err != nil {
 			return outFailed, nil, err
 		}
-		if err := em.s.consentChanged(ctx, tx, u.BrandID, u.ID, before.MessagingConsent, u.MessagingConsent, parley.SourceImport); err != nil {
+		if err := em.consentChanged(ctx, before.MessagingConsent, u); err != nil {
 			return outFailed, nil, err
 		}
 	}
@@ -723,6 +725,10 @@ type batchEmitter struct {
 
 	events   []*parley.Event
 	payloads [][]byte
+
+	// created and subscribed are the contacts the batch makes enter flows
+	// (D21): enterFlows enters them together, a statement per flow.
+	created, subscribed []int64
 }
 
 func (e *batchEmitter) emit(ctx context.Context, typ string, u *parley.User) error {
@@ -762,6 +768,26 @@ func (e *batchEmitter) flush(ctx context.Context) error {
 		return nil
 	}
 	return e.tx.InsertEvents(ctx, e.brandID, e.events, e.payloads)
+}
+
+// consentChanged is Service.consentChanged for a contact of the batch
+// whose consent was prev: one who subscribed enters with the others, in
+// enterFlows; an opt-out ends the contact's runs at once.
+func (e *batchEmitter) consentChanged(ctx context.Context, prev *bool, u *parley.User) error {
+	if u.MessagingConsent != nil && *u.MessagingConsent && (prev == nil || !*prev) {
+		e.subscribed = append(e.subscribed, u.ID)
+		return nil
+	}
+	return e.s.consentChanged(ctx, e.tx, e.brandID, u.ID, prev, u.MessagingConsent, parley.SourceImport)
+}
+
+// enterFlows enters the batch's created and subscribed contacts into the
+// brand's flows of those triggers.
+func (e *batchEmitter) enterFlows(ctx context.Context) error {
+	if err := e.s.enterFlows(ctx, e.tx, e.brandID, parley.TriggerCreated, "", e.created, nil); err != nil {
+		return err
+	}
+	return e.s.enterFlows(ctx, e.tx, e.brandID, parley.TriggerSubscribed, "", e.subscribed, nil)
 }
 
 // consent emits user.subscribed or user.unsubscribed for a consent the

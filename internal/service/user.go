@@ -27,11 +27,13 @@ func (s *Service) CreateUser(ctx context.Context, o parley.Origin, brandID int64
 		if err := s.emit(ctx, tx, brandID, parley.EventUserCreated, u); err != nil {
 			return err
 		}
-		if err := s.userCreated(ctx, tx, u); err != nil {
+		// Consent first: a contact created without it is no opt-out to
+		// end the run the created trigger starts.
+		if err := s.recordChanges(ctx, tx, nil, u); err != nil {
 			return err
 		}
 		tx.Answer(u)
-		return s.recordChanges(ctx, tx, nil, u)
+		return s.userCreated(ctx, tx, u)
 	})
 	if err != nil {
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -106,12 +108,19 @@ func (tx *Tx) ActiveFlows(ctx context.Context, brandID int64, typ, key string) (
 	return out, rows.Err()
 }
 
-// EnterFlow starts a run of e for the contact, due now, unless the contact
-// has an active run of the flow or entered it too recently (D21: again
-// only reentry_seconds after its last entry; never again when null). event
-// is the triggering event's properties (JSON), or nil. It returns the new
-// run, or nil when the contact did not enter.
-func (tx *Tx) EnterFlow(ctx context.Context, e FlowEntry, userID int64, event json.RawMessage) (*parley.FlowRun, error) {
+// enterChunk bounds the contacts of one entering statement: two
+// parameters each, well under both engines' limits.
+const enterChunk = 500
+
+// EnterFlow starts a run of e, due now, for each of the contacts that has
+// no active run of the flow and did not enter it too recently (D21: again
+// only reentry_seconds after its last entry; never again when null).
+// event is the triggering event's properties (JSON), or nil. It returns
+// the runs started, in no particular order.
+//
+// A chunk of contacts costs one INSERT … SELECT and one count update,
+// whatever its size: an import's batch enters its contacts at once.
+func (tx *Tx) EnterFlow(ctx context.Context, e FlowEntry, userIDs []int64, event json.RawMessage) ([]*parley.FlowRun, error) {
 	now := micros(tx.now)
 	never := e.ReentrySeconds == nil
 	var since int64 // entries after this block a new one
@@ -122,24 +131,54 @@ func (tx *Tx) EnterFlow(ctx context.Context, e FlowEntry, userID int64, event js
 	if event != nil {
 		ev = sql.NullString{String: string(event), Valid: true}
 	}
-	r, err := scanRun(tx.queryRow(ctx, `INSERT INTO flow_runs (brand_id, flow_id, version, user_id, status, step,
-	entered_at, next_at, event)
-	SELECT ?, ?, ?, ?, ?, 0, ?, ?, ?
-	WHERE NOT EXISTS (SELECT 1 FROM flow_runs WHERE flow_id = ? AND user_id = ? AND (status = ? OR ? OR entered_at > ?))
-	ON CONFLICT DO NOTHING RETURNING `+runColumns,
-		e.BrandID, e.FlowID, e.Version, userID, parley.RunActive, now, now, ev,
-		e.FlowID, userID, parley.RunActive, never, since).Scan)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+	var out []*parley.FlowRun
+	for ids := range slices.Chunk(uniqueIDs(userIDs), enterChunk) {
+		args := []any{e.BrandID, e.FlowID, e.Version, parley.RunActive, now, now, ev}
+		var values strings.Builder
+		for i, id := range ids {
+			if i > 0 {
+				values.WriteByte(',')
+			}
+			// PostgreSQL types a VALUES list from its first row.
+			values.WriteString("(CAST(? AS BIGINT))")
+			args = append(args, id)
+		}
+		args = append(args, e.FlowID, parley.RunActive, never, since)
+		rows, err := tx.query(ctx, `INSERT INTO flow_runs (brand_id, flow_id, version, user_id, status, step,
+		entered_at, next_at, event)
+		SELECT ?, ?, ?, v.column1, ?, 0, ?, ?, ? FROM (VALUES `+values.String()+`) AS v
+		WHERE NOT EXISTS (SELECT 1 FROM flow_runs r WHERE r.flow_id = ? AND r.user_id = v.column1
+			AND (r.status = ? OR ? OR r.entered_at > ?))
+		ON CONFLICT DO NOTHING RETURNING `+runColumns, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: enter flow: %w", err)
+		}
+		runs, err := collect(rows, scanRun)
+		if err != nil {
+			return nil, fmt.Errorf("store: enter flow: %w", err)
+		}
+		if len(runs) == 0 {
+			continue
+		}
+		if _, err := tx.exec(ctx, `UPDATE flow_counts SET entered = entered + ?, active = active + ? WHERE flow_id = ?`,
+			len(runs), len(runs), e.FlowID); err != nil {
+			return nil, fmt.Errorf("store: enter flow: %w", err)
+		}
+		out = append(out, runs...)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("store: enter flow: %w", err)
-	}
-	if _, err := tx.exec(ctx, `UPDATE flow_counts SET entered = entered + 1, active = active + 1 WHERE flow_id = ?`,
-		e.FlowID); err != nil {
-		return nil, fmt.Errorf("store: enter flow: %w", err)
-	}
-	return r, nil
+	return out, nil
+}
+
+// uniqueIDs returns ids without repeats, in their first order.
+func uniqueIDs(ids []int64) []int64 {
+	seen := make(map[int64]struct{}, len(ids))
+	return slices.DeleteFunc(slices.Clone(ids), func(id int64) bool {
+		if _, ok := seen[id]; ok {
+			return true
+		}
+		seen[id] = struct{}{}
+		return false
+	})
 }
 
 // EndUserRuns ends every active run of the contact with status and reason

@@ -99,7 +99,9 @@ func (s *Service) RunFlows(ctx context.Context) {
 func (s *Service) RunDueFlowSteps(ctx context.Context) (int, error) {
 	n := 0
 	var failed *store.DueRun
-	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+	// A background write: the API's writes and an import's batches go
+	// first (YieldWriter).
+	err := s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
 		runs, err := tx.DueRuns(ctx, flowBatch)
 		if err != nil {
 			return err

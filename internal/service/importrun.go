@@ -499,7 +499,7 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 	update := rec.OnDuplicate == parley.OnDuplicateUpdate
 	next := *rec
 	o := parley.Origin{Source: parley.SourceImport, Detail: strconv.FormatInt(rec.ID, 10)}
-	err := s.db.WithOriginTx(ctx, o, func(tx *store.Tx) error {
+	err := s.db.WithForegroundOriginTx(ctx, o, func(tx *store.Tx) error {
 		next = *rec
 		ok, err := tx.ClaimImportBatch(ctx, brandID, rec.ID, rec.NextOffset)
 		if err != nil {

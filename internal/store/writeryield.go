@@ -18,6 +18,11 @@ import (
 // holds the writer when it arrives. The wait is bounded (yieldMax), so a
 // steady stream of API writes slows a campaign but never stops it.
 // PostgreSQL has many writers: nothing waits there.
+//
+// An import's batches are waited on too: the contacts they subscribe
+// enter flows in them (D21: 100,000 within 10 s), so background writers —
+// the flow runner writing those contacts' welcomes above all — give way
+// to them as to the API's (WithForegroundOriginTx).
 
 // yieldMax bounds one background write's wait for the API's writes.
 const yieldMax = 200 * time.Millisecond
@@ -56,5 +61,14 @@ func (db *DB) WithBackgroundTx(ctx context.Context, fn func(tx *Tx) error) error
 // WithBackgroundOriginTx is WithOriginTx after YieldWriter.
 func (db *DB) WithBackgroundOriginTx(ctx context.Context, o parley.Origin, fn func(tx *Tx) error) error {
 	db.YieldWriter(ctx)
+	return db.WithOriginTx(ctx, o, fn)
+}
+
+// WithForegroundOriginTx is WithOriginTx for a write someone watches that
+// does not go through a group commit (an import's batch): while it waits
+// for the writer and runs, background writes give way to it.
+func (db *DB) WithForegroundOriginTx(ctx context.Context, o parley.Origin, fn func(tx *Tx) error) error {
+	db.fgWaiting.Add(1)
+	defer db.fgWaiting.Add(-1)
 	return db.WithOriginTx(ctx, o, fn)
 }

@@ -119,9 +119,9 @@ func RunCampaign(ctx context.Context, o Options, probeRate float64) (*CampaignRe
 	r.progressf("campaign %d scheduled for %s\n", camp.ID, sendAt.Format(time.TimeOnly))
 
 	probeCtx, stopProbes := context.WithCancel(ctx)
-	probes := make(chan probe, 1024)
+	var probes []probe
 	var probing sync.WaitGroup
-	probing.Go(func() { r.probe(probeCtx, c, sendAt, probeRate, probes, nil) })
+	probing.Go(func() { probes = r.probe(probeCtx, c, sendAt, probeRate, nil) })
 
 	deadline := sendAt.Add(10 * time.Minute)
 	for !camp.done() {
@@ -149,9 +149,8 @@ func RunCampaign(ctx context.Context, o Options, probeRate float64) (*CampaignRe
 	res.DeliveredS = round(time.Since(sendAt).Seconds(), 2)
 	stopProbes()
 	probing.Wait()
-	close(probes)
 	var posts, delivered []time.Duration
-	for p := range probes {
+	for _, p := range probes {
 		posts = append(posts, p.post)
 		if p.delivered > 0 {
 			delivered = append(delivered, p.delivered)
@@ -179,23 +178,32 @@ type probe struct {
 // probe sends TRANSACTIONAL messages to random seeded contacts at rate a
 // second from sendAt until ctx ends, and reports each on out once it is
 // delivered or ctx ended; seen, if not nil, counts those seen delivered.
-func (r *runner) probe(ctx context.Context, c *client.Client, sendAt time.Time, rate float64, out chan<- probe, seen *atomic.Int64) {
+func (r *runner) probe(ctx context.Context, c *client.Client, sendAt time.Time, rate float64, seen *atomic.Int64) []probe {
 	if rate <= 0 {
-		return
+		return nil
 	}
 	select {
 	case <-ctx.Done():
-		return
+		return nil
 	case <-time.After(time.Until(sendAt)):
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	// The probes are kept, not sent on a channel: one read only after
+	// the run would block the 1,025th probe and the run with it.
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		out []probe
+	)
+	done := func() []probe {
+		wg.Wait()
+		return out
+	}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
 	for n := 0; ; n++ {
 		select {
 		case <-ctx.Done():
-			return
+			return done()
 		case <-tick.C:
 		}
 		s := r.seeds[rand.IntN(len(r.seeds))]
@@ -225,7 +233,9 @@ func (r *runner) probe(ctx context.Context, c *client.Client, sendAt time.Time, 
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			out <- p
+			mu.Lock()
+			out = append(out, p)
+			mu.Unlock()
 		})
 	}
 }

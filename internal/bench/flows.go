@@ -157,10 +157,10 @@ func RunFlows(ctx context.Context, o Options, fo FlowOptions) (*FlowsResult, err
 
 	probeCtx, stopProbes := context.WithCancel(ctx)
 	defer stopProbes()
-	probes := make(chan probe, 1024)
+	var probes []probe
 	var probing sync.WaitGroup
 	var seen atomic.Int64
-	probing.Go(func() { r.probe(probeCtx, c, accepted, fo.ProbeRate, probes, &seen) })
+	probing.Go(func() { probes = r.probe(probeCtx, c, accepted, fo.ProbeRate, &seen) })
 
 	since := func() float64 { return round(time.Since(accepted).Seconds(), 2) }
 	// created is the import's created count as polled, to date the flow's
@@ -243,9 +243,8 @@ func RunFlows(ctx context.Context, o Options, fo FlowOptions) (*FlowsResult, err
 	}
 	stopProbes()
 	probing.Wait()
-	close(probes)
 	var posts, delivered []time.Duration
-	for p := range probes {
+	for _, p := range probes {
 		posts = append(posts, p.post)
 		if p.delivered > 0 {
 			delivered = append(delivered, p.delivered)

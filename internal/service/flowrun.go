@@ -110,11 +110,21 @@ func (s *Service) RunDueFlowSteps(ctx context.Context) (int, error) {
 		r := &flowRunner{s: s, tx: tx, counts: map[int64]map[int]store.StepCounts{},
 			steps: map[[2]int64][]parley.FlowStep{}, settings: map[int64]*parley.BrandSettings{},
 			bodies: map[[3]int64]bodyRenderer{}, wrote: map[int64]int64{}}
+		ids := make([]int64, len(runs))
+		for i, run := range runs {
+			ids[i] = run.UserID
+		}
+		if r.users, err = tx.FindUsersByIDs(ctx, ids); err != nil {
+			return err
+		}
 		for _, run := range runs {
 			if err := r.advance(ctx, run); err != nil {
 				failed = run
 				return fmt.Errorf("flow %d run %d: %w", run.FlowID, run.ID, err)
 			}
+		}
+		if err := r.write(ctx); err != nil {
+			return err
 		}
 		// The flows' messages go out by each flow's one sender job, queued
 		// here unless one is queued or running already.
@@ -165,6 +175,40 @@ type flowRunner struct {
 	bodies map[[3]int64]bodyRenderer
 	// wrote holds the flows the batch wrote messages of, with their brands.
 	wrote map[int64]int64
+	// users are the runs' contacts, read in one statement.
+	users map[int64]*parley.User
+	// messages and moves are the batch's writes, made together by write:
+	// a statement per chunk, not one per run (on PostgreSQL a round trip
+	// each was the cost of a flow's sends).
+	messages []*store.FlowMessage
+	moves    []store.RunMove
+}
+
+// write stores the batch's messages and moves its waiting runs, then
+// counts each send step's message sent, or skipped when its step had
+// written it already, and emits message.queued for each.
+func (r *flowRunner) write(ctx context.Context) error {
+	if err := r.tx.InsertFlowMessages(ctx, r.messages); err != nil {
+		return err
+	}
+	for _, fm := range r.messages {
+		m := fm.M
+		r.count(*m.FlowID, fm.Step, func(c *store.StepCounts) {
+			if fm.Written {
+				c.Sent++
+			} else {
+				c.Skipped++
+			}
+		})
+		if !fm.Written {
+			continue
+		}
+		r.wrote[*m.FlowID] = m.BrandID
+		if err := r.s.emit(ctx, r.tx, m.BrandID, parley.EventMessageQueued, m); err != nil {
+			return err
+		}
+	}
+	return r.tx.MoveRuns(ctx, r.moves)
 }
 
 func (r *flowRunner) count(flowID int64, step int, f func(*store.StepCounts)) {
@@ -210,11 +254,9 @@ func (r *flowRunner) advance(ctx context.Context, run *store.DueRun) error {
 	if err != nil {
 		return err
 	}
-	u, err := r.tx.FindUserByID(ctx, run.BrandID, run.UserID)
-	if errors.Is(err, store.ErrNotFound) {
+	u := r.users[run.UserID]
+	if u == nil || u.BrandID != run.BrandID {
 		return r.end(ctx, run, parley.RunExited, ExitContactDeleted)
-	} else if err != nil {
-		return err
 	}
 	now := r.tx.Now()
 	for {
@@ -225,28 +267,23 @@ func (r *flowRunner) advance(ctx context.Context, run *store.DueRun) error {
 		r.count(run.FlowID, run.Step, func(c *store.StepCounts) { c.Reached++ })
 		switch st.Type {
 		case parley.StepSend:
-			sent, err := r.send(ctx, run, st, u)
-			if err != nil {
+			// A message to write counts as sent or skipped once written.
+			if err := r.send(ctx, run, st, u); err != nil {
 				return err
 			}
-			r.count(run.FlowID, run.Step, func(c *store.StepCounts) {
-				if sent {
-					c.Sent++
-				} else {
-					c.Skipped++
-				}
-			})
 			run.Step++
 		case parley.StepWait:
-			next := now.Add(time.Duration(st.Seconds) * time.Second)
-			return r.tx.MoveRun(ctx, run.ID, run.Step+1, &next)
+			r.moves = append(r.moves, store.RunMove{RunID: run.ID, Step: run.Step + 1,
+				Next: now.Add(time.Duration(st.Seconds) * time.Second)})
+			return nil
 		case parley.StepWaitUntil:
 			set, err := r.settingsOf(ctx, run.BrandID)
 			if err != nil {
 				return err
 			}
-			next := nextClock(now, userZone(u, set), st.Time)
-			return r.tx.MoveRun(ctx, run.ID, run.Step+1, &next)
+			r.moves = append(r.moves, store.RunMove{RunID: run.ID, Step: run.Step + 1,
+				Next: nextClock(now, userZone(u, set), st.Time)})
+			return nil
 		case parley.StepBranch:
 			ok, err := r.holds(ctx, run, st.If, u)
 			if err != nil {
@@ -281,43 +318,48 @@ func (r *flowRunner) end(ctx context.Context, run *store.DueRun, status, reason 
 	return r.s.emit(ctx, r.tx, run.BrandID, parley.EventFlowCompleted, run.FlowRun)
 }
 
-// send writes the message of a send step, or skips it (D21): a MARKETING
-// message needs consent true now, and room under the frequency cap; no
-// message goes to a contact who opted out.
-func (r *flowRunner) send(ctx context.Context, run *store.DueRun, st parley.FlowStep, u *parley.User) (bool, error) {
-	consent := u.MessagingConsent
-	if consent != nil && !*consent {
-		return false, nil
+// send queues the message of a send step for write, or counts it skipped
+// (D21): a MARKETING message needs consent true now, and room under the
+// frequency cap; no message goes to a contact who opted out.
+func (r *flowRunner) send(ctx context.Context, run *store.DueRun, st parley.FlowStep, u *parley.User) error {
+	ok, err := r.sendable(ctx, run, st, u)
+	if err != nil {
+		return err
 	}
-	if st.MessageType == parley.TypeMarketing {
-		if consent == nil {
-			return false, nil
-		}
-		set, err := r.settingsOf(ctx, run.BrandID)
-		if err != nil {
-			return false, err
-		}
-		if c := set.FrequencyCap; c != nil {
-			since := r.tx.Now().Add(-time.Duration(c.PerHours) * time.Hour)
-			n, err := r.tx.MarketingSentSince(ctx, run.BrandID, u.ID, since)
-			if err != nil {
-				return false, err
-			}
-			if n >= c.MaxMessages {
-				return false, nil
-			}
-		}
+	if !ok {
+		r.count(run.FlowID, run.Step, func(c *store.StepCounts) { c.Skipped++ })
+		return nil
 	}
 	flowID := run.FlowID
 	m := &parley.Message{BrandID: run.BrandID, UserID: u.ID, Direction: parley.DirectionOutbound,
 		Status: parley.StatusQueued, Body: r.render(run, st.Body, u), MediaItemUUIDs: st.MediaItemUUIDs,
 		Type: st.MessageType, DateCreated: parley.NewTime(r.tx.Now()), FlowID: &flowID}
-	ok, err := r.tx.InsertFlowMessage(ctx, m, run.ID, run.Step)
-	if err != nil || !ok {
+	r.messages = append(r.messages, &store.FlowMessage{M: m, RunID: run.ID, Step: run.Step})
+	return nil
+}
+
+// sendable reports whether the contact may get the send step's message.
+func (r *flowRunner) sendable(ctx context.Context, run *store.DueRun, st parley.FlowStep, u *parley.User) (bool, error) {
+	consent := u.MessagingConsent
+	if consent != nil && !*consent {
+		return false, nil
+	}
+	if st.MessageType != parley.TypeMarketing {
+		return true, nil
+	}
+	if consent == nil {
+		return false, nil
+	}
+	set, err := r.settingsOf(ctx, run.BrandID)
+	if err != nil {
 		return false, err
 	}
-	r.wrote[run.FlowID] = run.BrandID
-	return true, r.s.emit(ctx, r.tx, run.BrandID, parley.EventMessageQueued, m)
+	c := set.FrequencyCap
+	if c == nil {
+		return true, nil
+	}
+	n, err := r.tx.MarketingSentSince(ctx, run.BrandID, u.ID, r.tx.Now().Add(-time.Duration(c.PerHours)*time.Hour))
+	return err == nil && n < c.MaxMessages, err
 }
 
 // holds evaluates a branch's condition for the run's contact (D21).

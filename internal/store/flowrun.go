@@ -287,15 +287,28 @@ func (db *DB) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return fromMicros(at.Int64), true, nil
 }
 
-// MoveRun sets the run's step and when it is next due (nil: not due until
-// something moves it).
-func (tx *Tx) MoveRun(ctx context.Context, runID int64, step int, next *time.Time) error {
-	var at sql.NullInt64
-	if next != nil {
-		at = sql.NullInt64{Int64: micros(*next), Valid: true}
-	}
-	if _, err := tx.exec(ctx, `UPDATE flow_runs SET step = ?, next_at = ? WHERE id = ?`, step, at, runID); err != nil {
-		return fmt.Errorf("store: move run: %w", err)
+// RunMove moves a run to Step, due at Next.
+type RunMove struct {
+	RunID int64
+	Step  int
+	Next  time.Time
+}
+
+// MoveRuns moves a batch's runs that wait (their next step and when it is
+// due), a statement per chunk.
+func (tx *Tx) MoveRuns(ctx context.Context, moves []RunMove) error {
+	for chunk := range slices.Chunk(moves, enterChunk) {
+		args := make([]any, 0, 3*len(chunk))
+		for _, m := range chunk {
+			args = append(args, m.RunID, m.Step, micros(m.Next))
+		}
+		// PostgreSQL types a VALUES list from its first row.
+		values := "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))" +
+			strings.Repeat(", (?, ?, ?)", len(chunk)-1)
+		if _, err := tx.exec(ctx, `UPDATE flow_runs SET step = v.column2, next_at = v.column3
+		FROM (VALUES `+values+`) AS v WHERE flow_runs.id = v.column1`, args...); err != nil {
+			return fmt.Errorf("store: move runs: %w", err)
+		}
 	}
 	return nil
 }
@@ -386,28 +399,61 @@ func (tx *Tx) InsertUserEvent(ctx context.Context, brandID, userID int64, name s
 	return id, nil
 }
 
-// InsertFlowMessage stores m, a queued message of step step of run runID,
-// and sets its ID; false when that step already wrote its message (the
-// step is replayed: messages_flow_run_step) or the recipient is deleted.
-func (tx *Tx) InsertFlowMessage(ctx context.Context, m *parley.Message, runID int64, step int) (bool, error) {
-	media, err := json.Marshal(nonNil(m.MediaItemUUIDs))
-	if err != nil {
-		return false, err
+// FlowMessage is a send step's message to write: m, queued, of step Step
+// of run RunID. InsertFlowMessages sets Written, and m's ID when written.
+type FlowMessage struct {
+	M       *parley.Message
+	RunID   int64
+	Step    int
+	Written bool
+}
+
+// flowMessageChunk bounds one statement's messages: 11 parameters each.
+const flowMessageChunk = 250
+
+// InsertFlowMessages stores the messages of a batch of send steps, a
+// statement per chunk. A message whose step already wrote one (the step
+// replayed: messages_flow_run_step) is not written. The caller read the
+// recipients live in the transaction; one deleted after that is the
+// hand-over's to skip (recipient_not_found), as for any queued message.
+func (tx *Tx) InsertFlowMessages(ctx context.Context, ms []*FlowMessage) error {
+	for chunk := range slices.Chunk(ms, flowMessageChunk) {
+		args := make([]any, 0, 11*len(chunk))
+		byStep := make(map[[2]int64]*FlowMessage, len(chunk))
+		for _, fm := range chunk {
+			m := fm.M
+			media, err := json.Marshal(nonNil(m.MediaItemUUIDs))
+			if err != nil {
+				return err
+			}
+			args = append(args, m.BrandID, m.UserID, m.Direction, m.Status, m.Body, string(media), m.Type,
+				micros(m.DateCreated.Time), m.FlowID, fm.RunID, fm.Step)
+			byStep[[2]int64{fm.RunID, int64(fm.Step)}] = fm
+		}
+		rows, err := tx.query(ctx, `INSERT INTO messages (brand_id, user_id, direction, status, body, media_item_uuids, type,
+		date_created, flow_id, flow_run_id, flow_step)
+		VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(chunk)), ", ")+`
+		ON CONFLICT DO NOTHING RETURNING id, flow_run_id, flow_step`, args...)
+		if err != nil {
+			return fmt.Errorf("store: insert flow messages: %w", err)
+		}
+		for rows.Next() {
+			var id, run, step int64
+			if err := rows.Scan(&id, &run, &step); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: insert flow messages: %w", err)
+			}
+			if fm := byStep[[2]int64{run, step}]; fm != nil {
+				fm.M.ID, fm.Written = id, true
+				setParts(fm.M)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: insert flow messages: %w", err)
+		}
 	}
-	err = tx.queryRow(ctx, `INSERT INTO messages (brand_id, user_id, direction, status, body, media_item_uuids, type,
-	date_created, flow_id, flow_run_id, flow_step)
-	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM users WHERE id = ? AND brand_id = ? AND NOT is_deleted)
-	ON CONFLICT DO NOTHING RETURNING id`,
-		m.BrandID, m.UserID, m.Direction, m.Status, m.Body, string(media), m.Type, micros(m.DateCreated.Time),
-		m.FlowID, runID, step, m.UserID, m.BrandID).Scan(&m.ID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("store: insert flow message: %w", err)
-	}
-	setParts(m)
-	return true, nil
+	return nil
 }
 
 // MarketingSentSince counts the contact's MARKETING messages sent since

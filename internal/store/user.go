@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/parleyhq/parley"
 )
@@ -205,4 +206,31 @@ func nullJSON(b []byte) sql.NullString {
 		return sql.NullString{}
 	}
 	return sql.NullString{String: string(b), Valid: true}
+}
+
+// FindUsersByIDs returns the live users among ids, by id, whatever their
+// brand (the caller checks it): one statement per insertChunk ids where
+// FindUserByID takes one each.
+func (tx *Tx) FindUsersByIDs(ctx context.Context, ids []int64) (map[int64]*parley.User, error) {
+	out := make(map[int64]*parley.User, len(ids))
+	for chunk := range slices.Chunk(ids, insertChunk) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := tx.query(ctx, `SELECT `+userColumns+` FROM users WHERE id IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: find users by id: %w", err)
+		}
+		us, err := collect(rows, scanUserFrom)
+		if err != nil {
+			return nil, fmt.Errorf("store: find users by id: %w", err)
+		}
+		for _, u := range us {
+			if !u.IsDeleted {
+				out[u.ID] = u
+			}
+		}
+	}
+	return out, nil
 }

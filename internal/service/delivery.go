@@ -68,6 +68,13 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 	if d.Message.Status != parley.StatusQueued {
 		return nil // already handled: a retried job must not send again
 	}
+	if d.Message.FlowID != nil {
+		// A flow's messages go out by its sender alone (flowsend.go), which
+		// claims them; a job an earlier version queued for one (one job per
+		// message) must not send it beside that sender. The runner queues
+		// the sender of every flow with queued messages when it starts.
+		return nil
+	}
 	log := s.logger.With("message_id", messageID, "brand_id", brandID, "provider", s.provider.Name(), "attempt", attempt)
 	switch {
 	case d.RecipientDeleted:

@@ -65,6 +65,9 @@ func (s *Service) wakeFlows() {
 
 // RunFlows runs due flow steps until ctx ends (D21).
 func (s *Service) RunFlows(ctx context.Context) {
+	if err := s.ResumeFlowSenders(ctx); err != nil && ctx.Err() == nil {
+		s.logger.Error("flows: resuming senders", "err", err)
+	}
 	for ctx.Err() == nil {
 		n, err := s.RunDueFlowSteps(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -88,6 +91,29 @@ func (s *Service) RunFlows(ctx context.Context) {
 		}
 		t.Stop()
 	}
+}
+
+// ResumeFlowSenders queues the sender of every flow that has queued
+// messages and none queued or running: after an upgrade from a version
+// that sent each flow message by a job of its own, which Deliver now
+// leaves to the flow's sender.
+func (s *Service) ResumeFlowSenders(ctx context.Context) error {
+	flows, err := s.db.FlowsWithQueuedMessages(ctx)
+	if err != nil || len(flows) == 0 {
+		return err
+	}
+	return s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
+		for flowID, brandID := range flows {
+			queue, err := tx.WantFlowSender(ctx, flowID)
+			if err != nil {
+				return err
+			}
+			if queue {
+				s.jobsOf(tx).FlowSend(brandID, flowID)
+			}
+		}
+		return nil
+	})
 }
 
 // RunDueFlowSteps does the due steps of one batch of runs and returns how

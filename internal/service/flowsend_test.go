@@ -7,6 +7,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // sendFlow stores an active flow of brand A whose runs start when a
@@ -195,5 +196,42 @@ func TestTransactionalOvertakesDrainingFlow(t *testing.T) {
 	overtakes(t, e, p, ids[3], "flow")
 	if n := campInt(t, e, `SELECT count(*) FROM messages WHERE flow_id = ? AND status = 'sent'`, f.ID); n != 0 {
 		t.Errorf("%d flow messages sent before the transactional one, want 0 (the flow's queue not empty)", n)
+	}
+}
+
+// TestFlowMessagesOfAnEarlierVersion: a flow message queued by a version
+// that sent each one by a job of its own is left by that job to the flow's
+// sender, which ResumeFlowSenders queues (once) when the runner starts:
+// the message goes out once, by the sender (D21, issue #33).
+func TestFlowMessagesOfAnEarlierVersion(t *testing.T) {
+	t.Parallel()
+	e := campEnv(t)
+	f := sendFlow(t, e, `[{"type":"wait","seconds":60}]`)
+	userID := campUsers(t, e, 1, 0)[0]
+	var msg *parley.Message
+	if err := e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error {
+		flowID := f.ID
+		msg = &parley.Message{BrandID: e.BrandA.ID, UserID: userID, Direction: parley.DirectionOutbound, Status: parley.StatusQueued,
+			Body: "Hi", MediaItemUUIDs: []string{}, Type: parley.TypeTransactional, DateCreated: parley.NewTime(tx.Now()), FlowID: &flowID}
+		return tx.InsertFlowMessages(e.Ctx, []*store.FlowMessage{{M: msg, RunID: 1, Step: 0}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.App.Service.Deliver(e.Ctx, e.BrandA.ID, msg.ID, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := campInt(t, e, `SELECT count(*) FROM messages WHERE status = 'queued' AND sending_at IS NULL`); n != 1 {
+		t.Fatalf("the old job touched the flow's message (%d left queued)", n)
+	}
+	for range 2 { // a second start finds the sender queued
+		if err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := campInt(t, e, `SELECT count(*) FROM river_job WHERE kind = 'send_flow'`); n != 1 {
+		t.Errorf("%d flow sender jobs, want 1", n)
+	}
+	if sent, _ := flowDrain(t, e, f); sent != 1 {
+		t.Errorf("the sender sent %d, want 1", sent)
 	}
 }

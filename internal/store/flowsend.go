@@ -51,3 +51,22 @@ func (tx *Tx) EndFlowSender(ctx context.Context, flowID, gen int64) (bool, error
 	n, err := res.RowsAffected()
 	return n == 1, err
 }
+
+// FlowsWithQueuedMessages returns the flows that have queued messages,
+// with their brands (messages_flow_queue: one index walk).
+func (db *DB) FlowsWithQueuedMessages(ctx context.Context) (map[int64]int64, error) {
+	rows, err := db.query(ctx, `SELECT DISTINCT flow_id, brand_id FROM messages WHERE status = 'queued' AND flow_id IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("store: flows with queued messages: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]int64{}
+	for rows.Next() {
+		var flowID, brandID int64
+		if err := rows.Scan(&flowID, &brandID); err != nil {
+			return nil, fmt.Errorf("store: flows with queued messages: %w", err)
+		}
+		out[flowID] = brandID
+	}
+	return out, rows.Err()
+}

@@ -208,11 +208,13 @@ type flowRunner struct {
 	// each was the cost of a flow's sends).
 	messages []*store.FlowMessage
 	moves    []store.RunMove
+	ends     []*store.RunEnd
 }
 
-// write stores the batch's messages and moves its waiting runs, then
-// counts each send step's message sent, or skipped when its step had
-// written it already, and emits message.queued for each.
+// write stores the batch's messages, moves its waiting runs and ends
+// those that ended; it counts each send step's message sent, or skipped
+// when its step had written it already, and emits message.queued and
+// flow.completed.
 func (r *flowRunner) write(ctx context.Context) error {
 	if err := r.tx.InsertFlowMessages(ctx, r.messages); err != nil {
 		return err
@@ -234,7 +236,25 @@ func (r *flowRunner) write(ctx context.Context) error {
 			return err
 		}
 	}
-	return r.tx.MoveRuns(ctx, r.moves)
+	if err := r.tx.MoveRuns(ctx, r.moves); err != nil {
+		return err
+	}
+	if err := r.tx.EndRuns(ctx, r.ends); err != nil {
+		return err
+	}
+	// A completed run emits flow.completed (D21).
+	now := parley.NewTime(r.tx.Now())
+	for _, e := range r.ends {
+		if !e.Ended || e.Status != parley.RunCompleted {
+			continue
+		}
+		run := e.Run
+		run.Status, run.EndedAt, run.NextAt = e.Status, &now, nil
+		if err := r.s.emit(ctx, r.tx, run.BrandID, parley.EventFlowCompleted, run.FlowRun); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *flowRunner) count(flowID int64, step int, f func(*store.StepCounts)) {
@@ -282,12 +302,12 @@ func (r *flowRunner) advance(ctx context.Context, run *store.DueRun) error {
 	}
 	u := r.users[run.UserID]
 	if u == nil || u.BrandID != run.BrandID {
-		return r.end(ctx, run, parley.RunExited, ExitContactDeleted)
+		return r.end(run, parley.RunExited, ExitContactDeleted)
 	}
 	now := r.tx.Now()
 	for {
 		if run.Step >= len(steps) {
-			return r.end(ctx, run, parley.RunCompleted, "")
+			return r.end(run, parley.RunCompleted, "")
 		}
 		st := steps[run.Step]
 		r.count(run.FlowID, run.Step, func(c *store.StepCounts) { c.Reached++ })
@@ -321,7 +341,7 @@ func (r *flowRunner) advance(ctx context.Context, run *store.DueRun) error {
 			case st.ElseStep != nil:
 				run.Step = *st.ElseStep
 			default:
-				return r.end(ctx, run, parley.RunExited, ExitBranch)
+				return r.end(run, parley.RunExited, ExitBranch)
 			}
 		default:
 			return fmt.Errorf("unknown step type %q", st.Type)
@@ -329,19 +349,14 @@ func (r *flowRunner) advance(ctx context.Context, run *store.DueRun) error {
 	}
 }
 
-// end ends the run; a completed one emits flow.completed (D21).
-func (r *flowRunner) end(ctx context.Context, run *store.DueRun, status, reason string) error {
+// end ends the run, with the batch's other ends in write.
+func (r *flowRunner) end(run *store.DueRun, status, reason string) error {
 	var why *string
 	if reason != "" {
 		why = &reason
 	}
-	ended, err := r.tx.EndRun(ctx, run, status, why)
-	if err != nil || !ended || status != parley.RunCompleted {
-		return err
-	}
-	now := parley.NewTime(r.tx.Now())
-	run.Status, run.EndedAt, run.NextAt = status, &now, nil
-	return r.s.emit(ctx, r.tx, run.BrandID, parley.EventFlowCompleted, run.FlowRun)
+	r.ends = append(r.ends, &store.RunEnd{Run: run, Status: status, Reason: why})
+	return nil
 }
 
 // send queues the message of a send step for write, or counts it skipped

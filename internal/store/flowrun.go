@@ -337,6 +337,61 @@ func (tx *Tx) EndRun(ctx context.Context, r *DueRun, status string, reason *stri
 	return true, tx.countRunEnd(ctx, r.FlowID, status, 1)
 }
 
+// RunEnd ends Run with Status (completed or exited) and Reason, at its
+// step; EndRuns sets Ended when it did (false: STOP or the flow's deletion
+// ended it first).
+type RunEnd struct {
+	Run    *DueRun
+	Status string
+	Reason *string
+	Ended  bool
+}
+
+// EndRuns ends a batch's runs that ended, a statement per chunk, and moves
+// them from active in their flows' stats.
+func (tx *Tx) EndRuns(ctx context.Context, ends []*RunEnd) error {
+	byID := make(map[int64]*RunEnd, len(ends))
+	counts := map[[2]any]int64{} // (flow, status) → runs ended
+	for chunk := range slices.Chunk(ends, enterChunk) {
+		args := []any{micros(tx.now)}
+		for _, e := range chunk {
+			args = append(args, e.Run.ID, e.Status, e.Run.Step, e.Reason)
+			byID[e.Run.ID] = e
+		}
+		// PostgreSQL types a VALUES list from its first row.
+		values := "(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT))" +
+			strings.Repeat(", (?, ?, ?, ?)", len(chunk)-1)
+		rows, err := tx.query(ctx, `UPDATE flow_runs SET status = v.column2, step = v.column3, next_at = NULL,
+		ended_at = ?, exit_reason = v.column4
+		FROM (VALUES `+values+`) AS v WHERE flow_runs.id = v.column1 AND flow_runs.status = 'active'
+		RETURNING flow_runs.id`, args...)
+		if err != nil {
+			return fmt.Errorf("store: end runs: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: end runs: %w", err)
+			}
+			if e := byID[id]; e != nil && !e.Ended {
+				e.Ended = true
+				counts[[2]any{e.Run.FlowID, e.Status}]++
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: end runs: %w", err)
+		}
+	}
+	for k, n := range counts {
+		if err := tx.countRunEnd(ctx, k[0].(int64), k[1].(string), n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // StepCounts are what a batch of runs did at one step of a flow.
 type StepCounts struct {
 	Reached, Sent, Skipped int64

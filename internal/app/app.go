@@ -21,10 +21,6 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob:// buckets
-	_ "gocloud.dev/blob/fileblob"  // file:// buckets
-	_ "gocloud.dev/blob/gcsblob"   // gs:// buckets
-	_ "gocloud.dev/blob/s3blob"    // s3:// buckets (AWS and S3-compatible stores)
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/console"
@@ -507,6 +503,9 @@ func openBucket(ctx context.Context, cfg Config) (*blob.Bucket, error) {
 		u += "?" + url.Values{"create_dir": {"true"}}.Encode()
 	}
 	u = localTemp(u)
+	if err := checkBlobScheme(u); err != nil {
+		return nil, fmt.Errorf("app: blob store %q: %w", u, err)
+	}
 	b, err := blob.OpenBucket(ctx, u)
 	if err != nil {
 		return nil, fmt.Errorf("app: blob store %q: %w", u, err)

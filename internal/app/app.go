@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"gocloud.dev/blob"
 
 	"github.com/parleyhq/parley"
@@ -164,7 +163,7 @@ type App struct {
 	done chan struct{}
 
 	// tracer is nil unless OTEL_* variables turn tracing on.
-	tracer *sdktrace.TracerProvider
+	tracer tracer
 }
 
 // Open opens the database (migrating it), the queue and the bucket, and
@@ -300,7 +299,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	var trace func(http.Handler) http.Handler
 	if a.tracer != nil {
-		trace = traceRequests(a.tracer)
+		trace = a.tracer.wrap
 	}
 	a.Server = httpapi.New(httpapi.Config{
 		Users: a.Service, Messages: a.Service, Files: a.Service, Brands: a.Service,

@@ -19,12 +19,7 @@ import (
 	"sync"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob:// buckets
-	_ "gocloud.dev/blob/fileblob"  // file:// buckets
-	_ "gocloud.dev/blob/gcsblob"   // gs:// buckets
-	_ "gocloud.dev/blob/s3blob"    // s3:// buckets (AWS and S3-compatible stores)
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/console"
@@ -168,7 +163,7 @@ type App struct {
 	done chan struct{}
 
 	// tracer is nil unless OTEL_* variables turn tracing on.
-	tracer *sdktrace.TracerProvider
+	tracer tracer
 }
 
 // Open opens the database (migrating it), the queue and the bucket, and
@@ -304,7 +299,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	var trace func(http.Handler) http.Handler
 	if a.tracer != nil {
-		trace = traceRequests(a.tracer)
+		trace = a.tracer.wrap
 	}
 	a.Server = httpapi.New(httpapi.Config{
 		Users: a.Service, Messages: a.Service, Files: a.Service, Brands: a.Service,
@@ -507,6 +502,9 @@ func openBucket(ctx context.Context, cfg Config) (*blob.Bucket, error) {
 		u += "?" + url.Values{"create_dir": {"true"}}.Encode()
 	}
 	u = localTemp(u)
+	if err := checkBlobScheme(u); err != nil {
+		return nil, fmt.Errorf("app: blob store %q: %w", u, err)
+	}
 	b, err := blob.OpenBucket(ctx, u)
 	if err != nil {
 		return nil, fmt.Errorf("app: blob store %q: %w", u, err)

@@ -2,18 +2,7 @@ package app
 
 import (
 	"testing"
-
-	"gocloud.dev/blob"
 )
-
-// TestBlobSchemes: --blob takes file://, s3://, gs:// and azblob:// URLs (issue #3).
-func TestBlobSchemes(t *testing.T) {
-	for _, scheme := range []string{"file", "s3", "gs", "azblob"} {
-		if !blob.DefaultURLMux().ValidBucketScheme(scheme) {
-			t.Errorf("blob scheme %s:// is not registered", scheme)
-		}
-	}
-}
 
 // TestLocalTemp (issue #31 item 14): a file:// media store makes its
 // temporary files beside their destination, unless its operator said

@@ -1,3 +1,5 @@
+//go:build otel
+
 package app
 
 import (
@@ -5,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
@@ -19,57 +20,20 @@ import (
 	"github.com/parleyhq/parley/internal/httpapi"
 )
 
-// MetricsHandler serves GET /metrics alone, for the listener of
-// Config.MetricsAddr.
-func (a *App) MetricsHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", a.Metrics.Handler())
-	return mux
-}
+// otelTracer traces requests with OpenTelemetry's SDK and exports the
+// spans over OTLP/HTTP; the build tag otel brings it in, with the SDK,
+// the exporter and their protobuf and gRPC dependencies (issue #35).
+type otelTracer struct{ tp *sdktrace.TracerProvider }
 
-// apiMetrics is the /metrics route of the API listener: none when metrics
-// have a listener of their own.
-func (a *App) apiMetrics() http.Handler {
-	if a.Config.MetricsAddr != "" {
-		return nil
-	}
-	return a.Metrics.Handler()
-}
+func (t otelTracer) wrap(next http.Handler) http.Handler { return traceRequests(t.tp)(next) }
 
-// tracingEnabled reads the standard OpenTelemetry variables: tracing is on
-// when OTEL_TRACES_EXPORTER is otlp, or unset with an OTLP endpoint given,
-// and OTEL_SDK_DISABLED is not true.
-func tracingEnabled(getenv func(string) string) (bool, error) {
-	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
-		return false, nil
-	}
-	switch exp := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); exp {
-	case "none":
-		return false, nil
-	case "otlp":
-	case "":
-		if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
-			return false, nil
-		}
-	default:
-		return false, fmt.Errorf("app: OTEL_TRACES_EXPORTER=%q: only otlp or none is supported", exp)
-	}
-	// The signal's own variable wins over the general one.
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		if p := strings.TrimSpace(getenv(k)); p != "" {
-			if p != "http/protobuf" {
-				return false, fmt.Errorf("app: %s=%q: only http/protobuf is supported", k, p)
-			}
-			break
-		}
-	}
-	return true, nil
-}
+// Shutdown flushes the spans still batched.
+func (t otelTracer) Shutdown(ctx context.Context) error { return t.tp.Shutdown(ctx) }
 
 // openTracing starts exporting traces over OTLP/HTTP when the environment
 // asks for it, and returns nil when it does not. The exporter, sampler,
 // batching and resource read their own OTEL_* variables.
-func openTracing(ctx context.Context, getenv func(string) string, logger *slog.Logger) (*sdktrace.TracerProvider, error) {
+func openTracing(ctx context.Context, getenv func(string) string, logger *slog.Logger) (tracer, error) {
 	if on, err := tracingEnabled(getenv); !on || err != nil {
 		return nil, err
 	}
@@ -87,7 +51,7 @@ func openTracing(ctx context.Context, getenv func(string) string, logger *slog.L
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("tracing", slog.String("error", err.Error()))
 	}))
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+	return otelTracer{sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))}, nil
 }
 
 // traceRequests gives every request a server span named by its route

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"compress/gzip"
 	"encoding/hex"
 	"io"
@@ -26,6 +25,19 @@ import (
 // TestMain runs the tests on SQLite and, when PARLEY_TEST_POSTGRES_URL is
 // set, again on PostgreSQL.
 func TestMain(m *testing.M) { apitest.Main(m) }
+
+// otelBuilt is set by tracing_otel_test.go in a build with the otel tag,
+// which brings in the tracer (issue #35).
+var otelBuilt bool
+
+// wantOTELTag fails the test unless err is the default build's refusal to
+// trace, which names the otel tag.
+func wantOTELTag(t *testing.T, err error) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), "-tags otel") {
+		t.Fatalf("app.Open with tracing on in a build without the otel tag: %v, want an error naming -tags otel", err)
+	}
+}
 
 // otlpReceiver is an OTLP/HTTP trace collector: it keeps the spans of
 // every export POSTed to /v1/traces.
@@ -204,11 +216,16 @@ func get(t *testing.T, url string) int {
 // TestTracingExportsServerSpans: with OTEL_EXPORTER_OTLP_ENDPOINT set, each
 // request is a server span named by its route pattern, continuing the
 // caller's W3C trace, exported over OTLP/HTTP by the time the app has
-// closed; health checks are not traced (issue #6).
+// closed; health checks are not traced (issue #6). A build without the otel
+// tag refuses to start instead (issue #35).
 func TestTracingExportsServerSpans(t *testing.T) {
 	rc := newReceiver(t)
 	setOTEL(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rc.URL, "OTEL_SERVICE_NAME": "parley-test"})
 	n, err := openNode(t, app.Config{})
+	if !otelBuilt {
+		wantOTELTag(t, err)
+		return
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +280,8 @@ func TestTracingExportsServerSpans(t *testing.T) {
 }
 
 // TestTracingSwitches: only the standard OTEL_* variables turn tracing on
-// or off, and settings Parley cannot honour stop it from starting.
+// or off, and settings Parley cannot honour stop it from starting, as does
+// tracing turned on in a build without the otel tag (issue #35).
 func TestTracingSwitches(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -303,6 +321,10 @@ func TestTracingSwitches(t *testing.T) {
 				}
 				return
 			}
+			if c.on && !otelBuilt {
+				wantOTELTag(t, err)
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -317,34 +339,5 @@ func TestTracingSwitches(t *testing.T) {
 				t.Errorf("%d exports with tracing off", rc.posts)
 			}
 		})
-	}
-}
-
-// TestMetricsAddrMovesMetrics: with MetricsAddr set the API handler leaves
-// /metrics out and MetricsHandler serves it alone (issue #6).
-func TestMetricsAddrMovesMetrics(t *testing.T) {
-	setOTEL(t, nil)
-	n, err := openNode(t, app.Config{MetricsAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := get(t, n.srv.URL+"/metrics"); got != 404 {
-		t.Errorf("API GET /metrics = %d, want 404", got)
-	}
-	ms := httptest.NewServer(n.app.MetricsHandler())
-	defer ms.Close()
-	resp, err := http.Get(ms.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`parley_http_requests_total{method="GET",route="unmatched",status="404"} 1`)) {
-		t.Errorf("metrics listener GET /metrics = %d, want 200 counting the API's 404:\n%s", resp.StatusCode, body)
-	}
-	for _, p := range []string{"/healthz", "/api/v1/brand"} {
-		if got := get(t, ms.URL+p); got != 404 {
-			t.Errorf("metrics listener GET %s = %d, want 404", p, got)
-		}
 	}
 }

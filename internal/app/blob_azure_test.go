@@ -1,0 +1,5 @@
+//go:build azure
+
+package app
+
+func init() { builtWith["azblob"] = true }

@@ -1,0 +1,5 @@
+//go:build gcs
+
+package app
+
+func init() { builtWith["gs"] = true }

@@ -1,0 +1,5 @@
+//go:build otel
+
+package app_test
+
+func init() { otelBuilt = true }

@@ -21,11 +21,14 @@ import (
 
 // Engine is one node's audience engine.
 type Engine struct {
-	db     *store.DB
-	logger *slog.Logger
+	db *store.DB
+	// Logger reports background loads.
+	Logger *slog.Logger
 	// Eager loads a brand in the request that first needs it instead of in
 	// the background (tests, benches).
 	Eager bool
+	// Off leaves every answer to SQL (tests of the SQL path's limits).
+	Off bool
 	// MaxBehind is how many changed users a catch-up reads; more, and the
 	// brand is read again.
 	MaxBehind int
@@ -49,9 +52,9 @@ type brandState struct {
 // New returns an engine over db.
 func New(db *store.DB, logger *slog.Logger) *Engine {
 	if logger == nil {
-		logger = slog.Default()
+		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{db: db, logger: logger, MaxBehind: 100_000, MaxIdle: 30 * time.Minute, brands: map[int64]*brandState{}}
+	return &Engine{db: db, Logger: logger, MaxBehind: 100_000, MaxIdle: 30 * time.Minute, brands: map[int64]*brandState{}}
 }
 
 // ErrNotLoaded says the brand is not in memory yet: the caller asks SQL.
@@ -95,6 +98,9 @@ func (e *Engine) load(ctx context.Context, brandID int64, b *brandState) error {
 // ready returns the brand's state caught up to now, locked (the caller
 // unlocks), or ErrNotLoaded after starting a load in the background.
 func (e *Engine) ready(ctx context.Context, brandID int64) (*brandState, error) {
+	if e.Off {
+		return nil, ErrNotLoaded
+	}
 	b := e.state(brandID)
 	b.mu.Lock()
 	if b.t == nil {
@@ -128,10 +134,10 @@ func (e *Engine) loadInBackground(brandID int64, b *brandState) {
 	b.loading = false
 	if err := e.load(ctx, brandID, b); err != nil {
 		b.failed = time.Now()
-		e.logger.LogAttrs(ctx, slog.LevelWarn, "audience: load failed; SQL answers", slog.Int64("brand_id", brandID), slog.Any("err", err))
+		e.Logger.LogAttrs(ctx, slog.LevelWarn, "audience: load failed; SQL answers", slog.Int64("brand_id", brandID), slog.Any("err", err))
 		return
 	}
-	e.logger.LogAttrs(ctx, slog.LevelInfo, "audience: brand loaded", slog.Int64("brand_id", brandID),
+	e.Logger.LogAttrs(ctx, slog.LevelInfo, "audience: brand loaded", slog.Int64("brand_id", brandID),
 		slog.Int("users", b.t.n), slog.Int64("bytes", b.t.bytes()), slog.Duration("took", time.Since(start)))
 }
 

@@ -391,6 +391,10 @@ func (r *SegmentResult) WriteText(w io.Writer) error {
 		r.Counts, r.Count.P50, r.Count.P95, r.Count.P99, r.Count.Max,
 		r.Previews, r.Preview.P50, r.Preview.P95, r.Preview.P99, r.Preview.Max,
 		r.Pages, r.Page.P50, r.Page.P95, r.Page.P99, r.Page.Max)
+	if err == nil && r.LoadS > 0 {
+		_, err = fmt.Fprintf(w, "audience engine: first count %.1f ms (SQL, while loading); loaded in %.1fs; heap +%.1f MiB (estimate %.1f MiB)\n",
+			r.FirstCountMS, r.LoadS, r.HeapMiB, r.EngineMiB)
+	}
 	return err
 }
 

@@ -23,7 +23,9 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER users_changes_update AFTER UPDATE ON users
+CREATE TRIGGER users_changes_update AFTER UPDATE OF
+	first_name, last_name, email_address, phone_number, date_of_birth, messaging_consent, postal_code, city, county, state, state_code, time_zone, custom_data, is_deleted, date_created, brand_id, inbound_count, outbound_count, last_inbound_at, last_outbound_at, last_delivered_at
+	ON users
 WHEN NEW.first_name IS NOT OLD.first_name OR NEW.last_name IS NOT OLD.last_name
 	OR NEW.email_address IS NOT OLD.email_address OR NEW.phone_number IS NOT OLD.phone_number
 	OR NEW.date_of_birth IS NOT OLD.date_of_birth OR NEW.messaging_consent IS NOT OLD.messaging_consent

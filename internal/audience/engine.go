@@ -29,8 +29,8 @@ type Engine struct {
 	Eager bool
 	// Off leaves every answer to SQL (tests of the SQL path's limits).
 	Off bool
-	// MaxBehind is how many changed users a catch-up reads; more, and the
-	// brand is read again.
+	// MaxBehind is how many changed users a catch-up reads in a request;
+	// more (a bulk import), and the brand is read again in the background.
 	MaxBehind int
 	// MaxIdle is how long a brand may go without a catch-up before it is
 	// read again: the change log keeps an hour (store.PurgeExpired).
@@ -54,7 +54,7 @@ func New(db *store.DB, logger *slog.Logger) *Engine {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{db: db, Logger: logger, MaxBehind: 100_000, MaxIdle: 30 * time.Minute, brands: map[int64]*brandState{}}
+	return &Engine{db: db, Logger: logger, MaxBehind: 20_000, MaxIdle: 30 * time.Minute, brands: map[int64]*brandState{}}
 }
 
 // ErrNotLoaded says the brand is not in memory yet: the caller asks SQL.
@@ -79,79 +79,100 @@ func (e *Engine) Load(ctx context.Context, brandID int64) error {
 	return e.load(ctx, brandID, b)
 }
 
-// load reads the brand; b.mu is held. The position is taken first: a
-// change after it is read again at the next catch-up.
-func (e *Engine) load(ctx context.Context, brandID int64, b *brandState) error {
+// read reads the brand into a new table, and the position to catch up
+// from. The position is taken first: a change after it is read again at
+// the next catch-up.
+func (e *Engine) read(ctx context.Context, brandID int64) (*table, int64, error) {
 	pos, err := e.db.AudiencePosition(ctx)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	t := newTable()
 	if err := e.db.EachAudienceRow(ctx, brandID, func(r *store.AudienceRow) error { t.put(r); return nil }); err != nil {
-		return err
+		return nil, 0, err
 	}
 	t.sort()
+	return t, pos, nil
+}
+
+// load reads the brand in place; b.mu is held.
+func (e *Engine) load(ctx context.Context, brandID int64, b *brandState) error {
+	t, pos, err := e.read(ctx, brandID)
+	if err != nil {
+		return err
+	}
 	b.t, b.pos, b.caught = t, pos, time.Now()
 	return nil
 }
 
 // ready returns the brand's state caught up to now, locked (the caller
-// unlocks), or ErrNotLoaded after starting a load in the background.
+// unlocks), or ErrNotLoaded after starting a load in the background: a
+// brand not yet read, idle for longer than the change log keeps, or too
+// far behind to catch up within a request (a bulk import).
 func (e *Engine) ready(ctx context.Context, brandID int64) (*brandState, error) {
 	if e.Off {
 		return nil, ErrNotLoaded
 	}
 	b := e.state(brandID)
 	b.mu.Lock()
-	if b.t == nil {
-		if e.Eager {
-			if err := e.load(ctx, brandID, b); err != nil {
-				b.mu.Unlock()
-				return nil, err
-			}
+	if b.t != nil && time.Since(b.caught) > e.MaxIdle {
+		b.t = nil // the log may have been purged past b.pos
+	}
+	if b.t != nil {
+		far, err := e.catchUp(ctx, brandID, b)
+		if err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
+		if !far {
 			return b, nil
 		}
-		if !b.loading && time.Since(b.failed) > time.Minute {
-			b.loading = true
-			go e.loadInBackground(brandID, b)
+		b.t = nil // its memory goes before the new table is read
+	}
+	if e.Eager {
+		if err := e.load(ctx, brandID, b); err != nil {
+			b.mu.Unlock()
+			return nil, err
 		}
-		b.mu.Unlock()
-		return nil, ErrNotLoaded
+		return b, nil
 	}
-	if err := e.catchUp(ctx, brandID, b); err != nil {
-		b.mu.Unlock()
-		return nil, err
+	if !b.loading && time.Since(b.failed) > time.Minute {
+		b.loading = true
+		go e.loadInBackground(brandID, b)
 	}
-	return b, nil
+	b.mu.Unlock()
+	return nil, ErrNotLoaded
 }
 
+// loadInBackground reads the brand without holding it: SQL answers
+// meanwhile.
 func (e *Engine) loadInBackground(brandID int64, b *brandState) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
+	t, pos, err := e.read(ctx, brandID)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.loading = false
-	if err := e.load(ctx, brandID, b); err != nil {
+	if err != nil {
 		b.failed = time.Now()
 		e.Logger.LogAttrs(ctx, slog.LevelWarn, "audience: load failed; SQL answers", slog.Int64("brand_id", brandID), slog.Any("err", err))
 		return
 	}
+	b.t, b.pos, b.caught = t, pos, time.Now()
 	e.Logger.LogAttrs(ctx, slog.LevelInfo, "audience: brand loaded", slog.Int64("brand_id", brandID),
-		slog.Int("users", b.t.n), slog.Int64("bytes", b.t.bytes()), slog.Duration("took", time.Since(start)))
+		slog.Int("users", t.n), slog.Int64("bytes", t.bytes()), slog.Duration("took", time.Since(start)))
 }
 
-// catchUp re-reads the users changed since b.pos; b.mu is held.
-func (e *Engine) catchUp(ctx context.Context, brandID int64, b *brandState) error {
-	if time.Since(b.caught) > e.MaxIdle {
-		return e.load(ctx, brandID, b) // the log may have been purged past b.pos
-	}
+// catchUp re-reads the users changed since b.pos; b.mu is held. far says
+// there were more than MaxBehind: nothing was read.
+func (e *Engine) catchUp(ctx context.Context, brandID int64, b *brandState) (far bool, err error) {
 	ids, next, err := e.db.AudienceChanges(ctx, brandID, b.pos, e.MaxBehind)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if len(ids) > e.MaxBehind {
-		return e.load(ctx, brandID, b)
+		return true, nil
 	}
 	if len(ids) > 0 {
 		found := make(map[int64]bool, len(ids))
@@ -160,7 +181,7 @@ func (e *Engine) catchUp(ctx context.Context, brandID int64, b *brandState) erro
 			found[r.ID] = true
 			return nil
 		}); err != nil {
-			return err
+			return false, err
 		}
 		for _, id := range ids {
 			if !found[id] {
@@ -170,7 +191,7 @@ func (e *Engine) catchUp(ctx context.Context, brandID int64, b *brandState) erro
 		b.t.sort()
 	}
 	b.pos, b.caught = next, time.Now()
-	return nil
+	return false, nil
 }
 
 // evaluate resolves a (the SQL compiler's checks and errors) and returns

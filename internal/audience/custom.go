@@ -171,10 +171,24 @@ func jsonString(v []byte) string {
 }
 
 // eachMember calls fn with every top-level key and value of a JSON object;
-// anything else has none.
+// anything else has none. Custom data is a flat object written by the
+// server, so it is scanned in place (a load parses a million of them);
+// anything the scanner does not expect goes to encoding/json.
 func eachMember(doc []byte, fn func(key string, v json.RawMessage)) {
 	doc = bytes.TrimSpace(doc)
 	if len(doc) == 0 || doc[0] != '{' {
+		return
+	}
+	type member struct {
+		key string
+		v   json.RawMessage
+	}
+	var members [16]member
+	found := members[:0]
+	if scanObject(doc, func(k string, v []byte) { found = append(found, member{k, v}) }) {
+		for _, m := range found {
+			fn(m.key, m.v)
+		}
 		return
 	}
 	var m map[string]json.RawMessage
@@ -184,4 +198,105 @@ func eachMember(doc []byte, fn func(key string, v json.RawMessage)) {
 	for k, v := range m {
 		fn(k, v)
 	}
+}
+
+// scanObject walks {"key": value, …}, reporting false at anything
+// unexpected; fn may have seen some members by then, so the caller
+// buffers them.
+func scanObject(doc []byte, fn func(key string, v []byte)) bool {
+	i := skipSpace(doc, 1)
+	if i < len(doc) && doc[i] == '}' {
+		return skipSpace(doc, i+1) == len(doc)
+	}
+	for i < len(doc) {
+		if doc[i] != '"' {
+			return false
+		}
+		end := stringEnd(doc, i)
+		if end < 0 {
+			return false
+		}
+		key := jsonString(doc[i:end])
+		i = skipSpace(doc, end)
+		if i >= len(doc) || doc[i] != ':' {
+			return false
+		}
+		i = skipSpace(doc, i+1)
+		vend := valueEnd(doc, i)
+		if vend < 0 {
+			return false
+		}
+		fn(key, doc[i:vend])
+		i = skipSpace(doc, vend)
+		if i >= len(doc) {
+			return false
+		}
+		switch doc[i] {
+		case ',':
+			i = skipSpace(doc, i+1)
+		case '}':
+			return skipSpace(doc, i+1) == len(doc)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the string starting at b[i] == '"'.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// valueEnd returns the index after the value starting at b[i].
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e := stringEnd(b, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	if j == i || !json.Valid(b[i:j]) {
+		return -1
+	}
+	return j
 }

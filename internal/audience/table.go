@@ -86,7 +86,8 @@ func (t *table) row(id int64) int {
 // put stores r, adding a row for a new id.
 func (t *table) put(r *store.AudienceRow) {
 	i := t.row(r.ID)
-	if i < 0 {
+	added := i < 0
+	if added {
 		i = t.n
 		t.n++
 		t.ids = append(t.ids, r.ID)
@@ -130,7 +131,12 @@ func (t *table) put(r *store.AudienceRow) {
 		}
 	}
 	t.inbound[i], t.outbound[i] = r.InboundCount, r.OutboundCount
-	seen := map[string]bool{}
+	// A row just added has no value in any column yet; a row changed
+	// loses the keys its new data lacks.
+	var seen map[string]bool
+	if !added {
+		seen = map[string]bool{}
+	}
 	eachMember(r.CustomData, func(key string, v json.RawMessage) {
 		c := t.custom[key]
 		if c == nil {
@@ -138,11 +144,15 @@ func (t *table) put(r *store.AudienceRow) {
 			t.custom[key] = c
 		}
 		c.set(i, v)
-		seen[key] = true
+		if seen != nil {
+			seen[key] = true
+		}
 	})
-	for key, c := range t.custom {
-		if !seen[key] {
-			c.clear(i)
+	if seen != nil {
+		for key, c := range t.custom {
+			if !seen[key] {
+				c.clear(i)
+			}
 		}
 	}
 }

@@ -43,6 +43,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	concurrency := fs.Int("concurrency", 64, "connections, and so requests in flight at most")
 	rate := fs.Float64("rate", 0, "open loop: requests per second on a fixed schedule, latency counted from each request's due time; 0 runs closed loop (each connection sends when answered)")
 	users := fs.Int("users", 1000, "users created before the run for lookup, update, send and mixed")
+	sqlOnly := fs.Bool("sql", false, "with --scenario segments: answer from the SQL path only, not the in-memory audience engine (issue #34)")
 	criteriaFile := fs.String("criteria", "", "with --scenario segments: a JSON file of the segment's criteria as POST /segments takes them (D14), over the seeded fields tier (STRING enum gold, silver, bronze), age (INTEGER) and note (STRING); default issue #16's segment")
 	keep := fs.Bool("keep", false, "with --scenario segments: leave its database behind (the SQLite file or the PostgreSQL schema is printed) to study plans on it")
 	probeRate := fs.Float64("probe-rate", 10, "with --scenario campaign or flows: transactional messages a second sent while the messages drain")
@@ -86,7 +87,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 				return fmt.Errorf("bench: --criteria: %w", err)
 			}
 		}
-		res, err := bench.RunSegments(ctx, bench.SegmentOptions{DB: *db, Users: n, Duration: *duration, Progress: stderr, Criteria: criteria, Keep: *keep})
+		res, err := bench.RunSegments(ctx, bench.SegmentOptions{DB: *db, Users: n, Duration: *duration, Progress: stderr, Criteria: criteria, Keep: *keep, SQL: *sqlOnly})
 		if err != nil {
 			return err
 		}

@@ -75,6 +75,10 @@ func (e *Env) start(t testing.TB, handler *atomic.Value) {
 		t.Fatalf("app.Open: %v", err)
 	}
 	e.App = a
+	// Segment answers come from the audience engine at once (issue #34),
+	// so every HTTP test of segments runs through it, not through the SQL
+	// that answers while a brand loads in the background.
+	a.Service.Audience().Eager = true
 	handler.Store(a.Server.Handler())
 	t.Cleanup(func() {
 		e.Server.Close()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,8 @@ type SegmentOptions struct {
 	// Keep leaves the database behind (--keep: its path or schema is
 	// printed), to study the segment's plans on the data measured.
 	Keep bool
+	// SQL answers from the SQL path only (--sql), not the audience engine.
+	SQL bool
 }
 
 // SegmentTarget is what the scenario measures: a segment's count and one
@@ -76,6 +79,14 @@ type SegmentResult struct {
 	Pages     int     `json:"pages"`
 	Page      Spread  `json:"page_ms"`
 	BenchCPUS float64 `json:"bench_cpu_s"` // the run's process, the database included on SQLite
+	// The audience engine (issue #34): the first count after the import
+	// (SQL answers it while the brand loads in the background), the load's
+	// time, and the Go heap it added (runtime.MemStats after a GC) with
+	// the engine's own estimate.
+	FirstCountMS float64 `json:"first_count_ms,omitempty"`
+	LoadS        float64 `json:"engine_load_s,omitempty"`
+	HeapMiB      float64 `json:"engine_heap_mib,omitempty"`
+	EngineMiB    float64 `json:"engine_estimate_mib,omitempty"`
 }
 
 // Spread is latency percentiles in ms.
@@ -170,6 +181,11 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 	res.SeedS = round(time.Since(t0).Seconds(), 1)
 	progress("seeded in %.1fs; measuring for %s\n", res.SeedS, o.Duration)
 
+	if o.SQL {
+		svc.Audience().Off = true
+	} else if err := warmAudience(ctx, svc, db, target, res); err != nil {
+		return nil, err
+	}
 	var counts, previews, pages []time.Duration
 	cpu0 := SelfCPU()
 	end := time.Now().Add(o.Duration)
@@ -375,10 +391,46 @@ func (r *SegmentResult) WriteText(w io.Writer) error {
 		r.Counts, r.Count.P50, r.Count.P95, r.Count.P99, r.Count.Max,
 		r.Previews, r.Preview.P50, r.Preview.P95, r.Preview.P99, r.Preview.Max,
 		r.Pages, r.Page.P50, r.Page.P95, r.Page.P99, r.Page.Max)
+	if err == nil && r.LoadS > 0 {
+		_, err = fmt.Fprintf(w, "audience engine: first count %.1f ms (SQL, while loading); loaded in %.1fs; heap +%.1f MiB (estimate %.1f MiB)\n",
+			r.FirstCountMS, r.LoadS, r.HeapMiB, r.EngineMiB)
+	}
 	return err
 }
 
 // WriteJSON prints r as one JSON object.
 func (r *SegmentResult) WriteJSON(w io.Writer) error {
 	return json.NewEncoder(w).Encode(r)
+}
+
+// warmAudience times the first count after the import (answered by SQL
+// while the engine loads the brand in the background), waits for the
+// load, and measures the heap the engine holds.
+func warmAudience(ctx context.Context, svc *service.Service, db *store.DB, target SegmentTarget, res *SegmentResult) error {
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := time.Now()
+	if _, err := target.Count(ctx); err != nil {
+		return err
+	}
+	res.FirstCountMS = msf(time.Since(s))
+	brand := target.(serviceTarget).brand
+	for {
+		if _, bytes, ok := svc.Audience().Stats(brand); ok {
+			res.LoadS = round(time.Since(s).Seconds(), 1)
+			res.EngineMiB = round(float64(bytes)/(1<<20), 1)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	res.HeapMiB = round((float64(after.HeapAlloc)-float64(before.HeapAlloc))/(1<<20), 1)
+	return nil
 }

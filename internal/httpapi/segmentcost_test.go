@@ -107,6 +107,10 @@ func TestSegmentQueriesPerBrand(t *testing.T) {
 		rows = 1
 	}
 	seedNotes(t, e, rows)
+	// The gate bounds the SQL path's heavy queries, which answer while a
+	// brand loads into the audience engine (issue #34); the engine answers
+	// these previews in milliseconds, so it stays out of this test.
+	e.App.Service.Audience().Off = true
 	// A's client waits as long as the server lets a request run.
 	a := client.New(e.Server.URL, e.CredA.Username, e.CredA.Secret, client.WithClock(e.ClientNow),
 		client.WithHTTPClient(&http.Client{Timeout: 2 * time.Minute}))

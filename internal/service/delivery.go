@@ -50,6 +50,7 @@ func (s *Service) SetDelivery(p delivery.Provider, publicURL string, m DeliveryM
 	s.provider, s.publicURL, s.metrics = p, strings.TrimRight(publicURL, "/"), m
 	if logger != nil {
 		s.logger = logger
+		s.aud.Logger = logger
 	}
 }
 

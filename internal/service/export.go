@@ -28,7 +28,7 @@ func (im *Importer) ExportUsers(ctx context.Context, brandID int64, w io.Writer,
 			return 0, err
 		}
 		each = func(fn func(*parley.User) error) error {
-			return im.s.audienceErr(f.SegmentID, im.s.db.EachAudienceUser(ctx, brandID, a, fn))
+			return im.s.audienceErr(f.SegmentID, im.s.aud.EachUser(ctx, brandID, a, fn))
 		}
 	}
 	if !f.Contacts.IsZero() { // a console list's filter (issue #32)

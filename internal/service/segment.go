@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"github.com/parleyhq/parley/internal/audience"
 	"maps"
 	"slices"
 	"strconv"
@@ -353,7 +354,7 @@ func (s *Service) CountSegment(ctx context.Context, brandID, id int64) (*parley.
 	}
 	defer release()
 	at := s.db.Now().UTC()
-	n, err := s.db.CountAudience(ctx, brandID, a)
+	n, err := s.aud.Count(ctx, brandID, a)
 	if err != nil {
 		return nil, s.audienceErr(id, err)
 	}
@@ -379,7 +380,7 @@ func (s *Service) SegmentUsers(ctx context.Context, brandID, id int64, limit int
 	}
 	defer release()
 	// One more than the page tells whether a next page exists.
-	users, err := s.db.AudienceUsers(ctx, brandID, a, after, limit+1)
+	users, err := s.aud.Users(ctx, brandID, a, after, limit+1)
 	if err != nil {
 		return nil, "", s.audienceErr(id, err)
 	}
@@ -404,16 +405,16 @@ func (s *Service) PreviewSegment(ctx context.Context, brandID int64, criteria []
 	}
 	defer release()
 	a := store.Audience{Criteria: criteria}
-	n, err := s.db.CountAudience(ctx, brandID, a)
-	if err != nil {
-		return nil, err
-	}
-	sample, err := s.db.AudienceUsers(ctx, brandID, a, 0, parley.PreviewSampleSize)
+	n, sample, err := s.aud.CountAndUsers(ctx, brandID, a, parley.PreviewSampleSize)
 	if err != nil {
 		return nil, err
 	}
 	return &parley.SegmentPreview{Count: n, Sample: sample}, nil
 }
+
+// Audience is the service's audience engine (tests and benches set it
+// Eager, to answer from memory at once).
+func (s *Service) Audience() *audience.Engine { return s.aud }
 
 // audienceErr maps the store's not-found for a segment deleted between the
 // check and the query.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/parleyhq/parley/internal/audience"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -77,6 +78,9 @@ type Service struct {
 	// usSendingRules intersects brands' sending windows with the US rules
 	// (D17); on unless the server runs with --us-sending-rules=false.
 	usSendingRules bool
+	// aud answers segment counts, pages, previews and exports from memory
+	// (issue #34); SQL while a brand loads.
+	aud *audience.Engine
 	// segGate bounds a brand's segment queries at once (segmentgate.go).
 	segGate     *segmentGate
 	segGateOnce sync.Once
@@ -105,6 +109,7 @@ type Service struct {
 func New(db *store.DB, queue Enqueuer, bucket *blob.Bucket, box *secretbox.Box, mediaKey []byte) *Service {
 	return &Service{
 		db: db, queue: queue, blob: bucket, box: box,
+		aud:            audience.New(db, nil),
 		mediaKey:       mediaKey,
 		PhoneMode:      phone.Strict,
 		MaxFileSize:    DefaultMaxFileSize,

@@ -199,7 +199,8 @@ func (db *DB) RecordSignature(ctx context.Context, sw *parley.SignedWrite) error
 }
 
 // PurgeExpired deletes the signatures and idempotency keys that have
-// expired, and reports how many rows went.
+// expired and the audience engine's changes older than an hour, and
+// reports how many rows went.
 func (db *DB) PurgeExpired(ctx context.Context) (int64, error) {
 	var n int64
 	err := db.WithTx(ctx, func(tx *Tx) error {
@@ -215,7 +216,9 @@ func (db *DB) PurgeExpired(ctx context.Context) (int64, error) {
 			k, _ := res.RowsAffected()
 			n += k
 		}
-		return nil
+		k, err := tx.purgeUserChanges(ctx) // the audience engine's log (migration 00049)
+		n += k
+		return err
 	})
 	return n, err
 }

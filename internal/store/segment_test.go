@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/audience"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -30,6 +31,9 @@ type segFixture struct {
 	ids    map[string]int64
 	byID   map[int64]string
 	userOf map[string]*parley.User
+	// eng answers every audience too (issue #34): it must agree with SQL,
+	// catching up the fixture's later writes.
+	eng *audience.Engine
 }
 
 func day(s string) time.Time {
@@ -173,7 +177,45 @@ func (f *segFixture) members(t *testing.T, a store.Audience) ([]string, error) {
 		t.Errorf("count %d, but pages hold %v", n, names)
 	}
 	sort.Strings(names)
+	f.engineAgrees(t, a, n, names)
 	return names, nil
+}
+
+// engineAgrees demands the in-memory engine's count, pages and preview
+// give the SQL path's members.
+func (f *segFixture) engineAgrees(t *testing.T, a store.Audience, n int64, want []string) {
+	t.Helper()
+	ctx := t.Context()
+	if f.eng == nil {
+		f.eng = audience.New(f.db, nil)
+		f.eng.Eager = true
+	}
+	got, err := f.eng.Count(ctx, f.brand, a)
+	if err != nil || got != n {
+		t.Errorf("engine count %d, %v; SQL %d", got, err, n)
+	}
+	var names []string
+	after := int64(0)
+	for {
+		page, err := f.eng.Users(ctx, f.brand, a, after, 2)
+		if err != nil {
+			t.Fatalf("engine users: %v", err)
+		}
+		for _, u := range page {
+			if u.ID <= after {
+				t.Fatalf("engine page not in id order: %d after %d", u.ID, after)
+			}
+			names = append(names, f.byID[u.ID])
+			after = u.ID
+		}
+		if len(page) < 2 {
+			break
+		}
+	}
+	sort.Strings(names)
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("engine members %v, SQL %v", names, want)
+	}
 }
 
 type segCase struct {

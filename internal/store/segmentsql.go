@@ -703,6 +703,14 @@ type querier interface {
 // audienceFilter compiles a into the condition on `users u` that selects
 // the brand's live users in it. now is the clock, for the day operators.
 func (db *DB) audienceFilter(ctx context.Context, q querier, brandID int64, a Audience, now time.Time) (string, []any, error) {
+	where, args, _, err := db.compileAudience(ctx, q, brandID, a, now)
+	return where, args, err
+}
+
+// compileAudience is audienceFilter, and the audience resolved for the
+// in-memory engine (ResolveAudience).
+func (db *DB) compileAudience(ctx context.Context, q querier, brandID int64, a Audience, now time.Time) (string, []any, *ResolvedAudience, error) {
+	r := &ResolvedAudience{Today: utcDay(now)}
 	w := &sqlw{}
 	w.s("u.brand_id = ").a(brandID).s(" AND u.is_deleted = FALSE AND ")
 	criteria := a.Criteria
@@ -710,12 +718,13 @@ func (db *DB) audienceFilter(ctx context.Context, q querier, brandID int64, a Au
 	if a.SegmentID != 0 {
 		seg, err := findSegment(ctx, q, brandID, a.SegmentID)
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		if seg.Type == parley.SegmentPointInTime {
 			// Frozen when created (D14); deleted users drop out above.
 			w.s("u.id IN (SELECT sm.user_id FROM segment_members sm WHERE sm.segment_id = ").a(seg.ID).s(")")
-			return w.b.String(), w.args, nil
+			r.PointInTime = seg.ID
+			return w.b.String(), w.args, r, nil
 		}
 		criteria, self = seg.Criteria, seg.ID
 	}
@@ -723,7 +732,7 @@ func (db *DB) audienceFilter(ctx context.Context, q querier, brandID int64, a Au
 	if namesSegments(criteria) {
 		segs, err := listSegments(ctx, q, brandID, false)
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		c.segments = make(map[int64]*parley.Segment, len(segs))
 		for _, s := range segs {
@@ -731,12 +740,13 @@ func (db *DB) audienceFilter(ctx context.Context, q querier, brandID int64, a Au
 		}
 	}
 	if err := c.criteria(w, criteria); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
+	r.Criteria, r.Segments = criteria, c.segments
 	if len(w.args) > 30000 { // SQLite's and PostgreSQL's bound on parameters is 32766 / 65535
-		return "", nil, parley.FieldError(parley.EValidation, "criteria", "too large to evaluate")
+		return "", nil, nil, parley.FieldError(parley.EValidation, "criteria", "too large to evaluate")
 	}
-	return w.b.String(), w.args, nil
+	return w.b.String(), w.args, r, nil
 }
 
 func namesSegments(cs []parley.SegmentCriterion) bool {

@@ -1,0 +1,342 @@
+// Package audience answers segment criteria (D14) from memory: each node
+// keeps a brand's users as typed columns, loaded on first use, and before
+// each answer catches up the users changed since its last one (the
+// user_changes log, migration 00049), so a write committed before a
+// request is counted by it, on every node. Until a brand is loaded, and
+// for a brand it cannot keep, the SQL path (internal/store/segmentsql.go)
+// answers; that path is the oracle the engine is tested against.
+// docs/audience.md describes the design.
+package audience
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Engine is one node's audience engine.
+type Engine struct {
+	db *store.DB
+	// Logger reports background loads.
+	Logger *slog.Logger
+	// Eager loads a brand in the request that first needs it instead of in
+	// the background (tests, benches).
+	Eager bool
+	// Off leaves every answer to SQL (tests of the SQL path's limits).
+	Off bool
+	// MaxBehind is how many changed users a catch-up reads in a request;
+	// more (a bulk import), and the brand is read again in the background.
+	MaxBehind int
+	// MaxIdle is how long a brand may go without a catch-up before it is
+	// read again: the change log keeps an hour (store.PurgeExpired).
+	MaxIdle time.Duration
+
+	mu     sync.Mutex
+	brands map[int64]*brandState
+}
+
+type brandState struct {
+	mu      sync.Mutex // held by a load, a catch-up and an evaluation
+	t       *table
+	pos     int64
+	caught  time.Time
+	loading bool
+	failed  time.Time
+}
+
+// New returns an engine over db.
+func New(db *store.DB, logger *slog.Logger) *Engine {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{db: db, Logger: logger, MaxBehind: 20_000, MaxIdle: 30 * time.Minute, brands: map[int64]*brandState{}}
+}
+
+// ErrNotLoaded says the brand is not in memory yet: the caller asks SQL.
+var ErrNotLoaded = errors.New("audience: brand not loaded")
+
+func (e *Engine) state(brandID int64) *brandState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b := e.brands[brandID]
+	if b == nil {
+		b = &brandState{}
+		e.brands[brandID] = b
+	}
+	return b
+}
+
+// Load reads the brand into memory now (whatever was there).
+func (e *Engine) Load(ctx context.Context, brandID int64) error {
+	b := e.state(brandID)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return e.load(ctx, brandID, b)
+}
+
+// read reads the brand into a new table, and the position to catch up
+// from. The position is taken first: a change after it is read again at
+// the next catch-up.
+func (e *Engine) read(ctx context.Context, brandID int64) (*table, int64, error) {
+	pos, err := e.db.AudiencePosition(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	t := newTable()
+	if err := e.db.EachAudienceRow(ctx, brandID, func(r *store.AudienceRow) error { t.put(r); return nil }); err != nil {
+		return nil, 0, err
+	}
+	t.sort()
+	return t, pos, nil
+}
+
+// load reads the brand in place; b.mu is held.
+func (e *Engine) load(ctx context.Context, brandID int64, b *brandState) error {
+	t, pos, err := e.read(ctx, brandID)
+	if err != nil {
+		return err
+	}
+	b.t, b.pos, b.caught = t, pos, time.Now()
+	return nil
+}
+
+// ready returns the brand's state caught up to now, locked (the caller
+// unlocks), or ErrNotLoaded after starting a load in the background: a
+// brand not yet read, idle for longer than the change log keeps, or too
+// far behind to catch up within a request (a bulk import).
+func (e *Engine) ready(ctx context.Context, brandID int64) (*brandState, error) {
+	if e.Off {
+		return nil, ErrNotLoaded
+	}
+	b := e.state(brandID)
+	b.mu.Lock()
+	if b.t != nil && time.Since(b.caught) > e.MaxIdle {
+		b.t = nil // the log may have been purged past b.pos
+	}
+	if b.t != nil {
+		far, err := e.catchUp(ctx, brandID, b)
+		if err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
+		if !far {
+			return b, nil
+		}
+		b.t = nil // its memory goes before the new table is read
+	}
+	if e.Eager {
+		if err := e.load(ctx, brandID, b); err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
+		return b, nil
+	}
+	if !b.loading && time.Since(b.failed) > time.Minute {
+		b.loading = true
+		go e.loadInBackground(brandID, b)
+	}
+	b.mu.Unlock()
+	return nil, ErrNotLoaded
+}
+
+// loadInBackground reads the brand without holding it: SQL answers
+// meanwhile.
+func (e *Engine) loadInBackground(brandID int64, b *brandState) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	t, pos, err := e.read(ctx, brandID)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.loading = false
+	if err != nil {
+		b.failed = time.Now()
+		e.Logger.LogAttrs(ctx, slog.LevelWarn, "audience: load failed; SQL answers", slog.Int64("brand_id", brandID), slog.Any("err", err))
+		return
+	}
+	b.t, b.pos, b.caught = t, pos, time.Now()
+	e.Logger.LogAttrs(ctx, slog.LevelInfo, "audience: brand loaded", slog.Int64("brand_id", brandID),
+		slog.Int("users", t.n), slog.Int64("bytes", t.bytes()), slog.Duration("took", time.Since(start)))
+}
+
+// catchUp re-reads the users changed since b.pos; b.mu is held. far says
+// there were more than MaxBehind: nothing was read.
+func (e *Engine) catchUp(ctx context.Context, brandID int64, b *brandState) (far bool, err error) {
+	ids, next, err := e.db.AudienceChanges(ctx, brandID, b.pos, e.MaxBehind)
+	if err != nil {
+		return false, err
+	}
+	if len(ids) > e.MaxBehind {
+		return true, nil
+	}
+	if len(ids) > 0 {
+		found := make(map[int64]bool, len(ids))
+		if err := e.db.AudienceRowsByID(ctx, brandID, ids, func(r *store.AudienceRow) error {
+			b.t.put(r)
+			found[r.ID] = true
+			return nil
+		}); err != nil {
+			return false, err
+		}
+		for _, id := range ids {
+			if !found[id] {
+				b.t.gone(id)
+			}
+		}
+		b.t.sort()
+	}
+	b.pos, b.caught = next, time.Now()
+	return false, nil
+}
+
+// evaluate resolves a (the SQL compiler's checks and errors) and returns
+// the members' rows, with the brand locked (the caller unlocks).
+func (e *Engine) evaluate(ctx context.Context, brandID int64, a store.Audience) (*brandState, bitmap, error) {
+	r, err := e.db.ResolveAudience(ctx, brandID, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := e.ready(ctx, brandID)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev := &evaluator{t: b.t, pg: e.db.IsPostgres(), today: r.Today, segs: r.Segments, memo: map[int64]bitmap{},
+		frozen: func(id int64) (bitmap, error) {
+			ids, err := e.db.SegmentMemberIDs(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			out := newBitmap(b.t.n)
+			for _, id := range ids {
+				if i := b.t.row(id); i >= 0 {
+					out.set(i)
+				}
+			}
+			return out, nil
+		}}
+	rows, err := ev.evaluate(r)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, nil, err
+	}
+	return b, rows, nil
+}
+
+// Count counts the brand's live users in a, from memory, or from SQL
+// while the brand loads. Errors as store.CountAudience.
+func (e *Engine) Count(ctx context.Context, brandID int64, a store.Audience) (int64, error) {
+	b, rows, err := e.evaluate(ctx, brandID, a)
+	if errors.Is(err, ErrNotLoaded) {
+		return e.db.CountAudience(ctx, brandID, a)
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer b.mu.Unlock()
+	return rows.count(), nil
+}
+
+// MemberIDs returns up to limit member ids above afterID, by id.
+func (e *Engine) memberIDs(b *brandState, rows bitmap, afterID int64, limit int) []int64 {
+	t := b.t
+	i := lowerBound(t.ids, afterID+1)
+	var ids []int64
+	for i = rows.next(i); i >= 0 && len(ids) < limit; i = rows.next(i + 1) {
+		ids = append(ids, t.ids[i])
+	}
+	return ids
+}
+
+func lowerBound(ids []int64, id int64) int {
+	lo, hi := 0, len(ids)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ids[m] < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// Users returns up to limit users of a whose id is above afterID, by id,
+// as store.AudienceUsers.
+func (e *Engine) Users(ctx context.Context, brandID int64, a store.Audience, afterID int64, limit int) ([]*parley.User, error) {
+	b, rows, err := e.evaluate(ctx, brandID, a)
+	if errors.Is(err, ErrNotLoaded) {
+		return e.db.AudienceUsers(ctx, brandID, a, afterID, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := e.memberIDs(b, rows, afterID, limit)
+	b.mu.Unlock()
+	return e.db.UsersByID(ctx, brandID, ids)
+}
+
+// CountAndUsers is a count and the first limit members from one
+// evaluation (a preview).
+func (e *Engine) CountAndUsers(ctx context.Context, brandID int64, a store.Audience, limit int) (int64, []*parley.User, error) {
+	b, rows, err := e.evaluate(ctx, brandID, a)
+	if errors.Is(err, ErrNotLoaded) {
+		n, err := e.db.CountAudience(ctx, brandID, a)
+		if err != nil {
+			return 0, nil, err
+		}
+		users, err := e.db.AudienceUsers(ctx, brandID, a, 0, limit)
+		return n, users, err
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	n, ids := rows.count(), e.memberIDs(b, rows, 0, limit)
+	b.mu.Unlock()
+	users, err := e.db.UsersByID(ctx, brandID, ids)
+	return n, users, err
+}
+
+// EachUser calls fn with every member of a, by id, a page at a time (an
+// export), as store.EachAudienceUser: the members are those of one
+// evaluation.
+func (e *Engine) EachUser(ctx context.Context, brandID int64, a store.Audience, fn func(*parley.User) error) error {
+	b, rows, err := e.evaluate(ctx, brandID, a)
+	if errors.Is(err, ErrNotLoaded) {
+		return e.db.EachAudienceUser(ctx, brandID, a, fn)
+	}
+	if err != nil {
+		return err
+	}
+	all := e.memberIDs(b, rows, 0, int(rows.count()))
+	b.mu.Unlock()
+	for len(all) > 0 {
+		page := all[:min(len(all), 1000)]
+		all = all[len(page):]
+		users, err := e.db.UsersByID(ctx, brandID, page)
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if err := fn(u); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Stats reports a brand's rows and estimated bytes in memory.
+func (e *Engine) Stats(brandID int64) (rows int, bytes int64, ok bool) {
+	b := e.state(brandID)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.t == nil {
+		return 0, 0, false
+	}
+	return b.t.n, b.t.bytes(), true
+}

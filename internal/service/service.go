@@ -27,6 +27,9 @@ import (
 // Enqueuer puts jobs in the same transaction as the change that causes them.
 type Enqueuer interface {
 	Insert(ctx context.Context, tx *sql.Tx, p *jobs.Pending) error
+	// Wake makes this process's workers of the queues look for jobs now
+	// (they poll rarely: issue #35).
+	Wake(queues []string)
 }
 
 // jobBatch holds the jobs of a transaction until it commits (store.Tx.Batch).
@@ -36,7 +39,13 @@ type jobBatch struct {
 }
 
 func (b *jobBatch) Flush(ctx context.Context, tx *store.Tx) error {
-	return b.q.Insert(ctx, tx.SQL(), &b.Pending)
+	queues := b.Queues()
+	if err := b.q.Insert(ctx, tx.SQL(), &b.Pending); err != nil {
+		return err
+	}
+	// Once committed, this process's workers start the jobs at once.
+	tx.AfterCommit(func() { b.q.Wake(queues) })
+	return nil
 }
 
 type jobBatchKey struct{}

@@ -15,11 +15,11 @@ const (
 )
 
 // Scenarios lists every scenario.
-var Scenarios = []string{ScenarioCreateUsers, ScenarioLookup, ScenarioUpdate, ScenarioSend, ScenarioMixed, ScenarioCeiling, ScenarioCampaign, ScenarioFlows}
+var Scenarios = []string{ScenarioCreateUsers, ScenarioLookup, ScenarioUpdate, ScenarioSend, ScenarioMixed, ScenarioCeiling, ScenarioCampaign, ScenarioFlows, ScenarioIdle}
 
 // Seeded reports whether the scenario needs users created before the run.
 func Seeded(scenario string) bool {
-	return scenario != ScenarioCreateUsers && scenario != ScenarioCeiling
+	return scenario != ScenarioCreateUsers && scenario != ScenarioCeiling && scenario != ScenarioIdle
 }
 
 // op is one kind of request.

@@ -103,6 +103,9 @@ type Service struct {
 
 	// flowWake wakes this node's flow runner (RunFlows) when a run enters.
 	flowWake chan struct{}
+	// campaignWake wakes this node's campaign scheduler when a campaign
+	// is scheduled or changed.
+	campaignWake chan struct{}
 
 	webhookAllowPrivate bool
 	webhookClient       *http.Client
@@ -120,6 +123,7 @@ func New(db *store.DB, queue Enqueuer, bucket *blob.Bucket, box *secretbox.Box, 
 		CredentialTTL:  10 * time.Second,
 		creds:          make(map[string]cachedCredential),
 		flowWake:       make(chan struct{}, 1),
+		campaignWake:   make(chan struct{}, 1),
 		logger:         slog.New(slog.DiscardHandler),
 		webhookClient:  webhook.Client(false),
 		usSendingRules: true,

@@ -19,7 +19,7 @@ var Scenarios = []string{ScenarioCreateUsers, ScenarioLookup, ScenarioUpdate, Sc
 
 // Seeded reports whether the scenario needs users created before the run.
 func Seeded(scenario string) bool {
-	return scenario != ScenarioCreateUsers && scenario != ScenarioCeiling && scenario != ScenarioIdle
+	return scenario != ScenarioCreateUsers && scenario != ScenarioCeiling
 }
 
 // op is one kind of request.

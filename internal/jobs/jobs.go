@@ -187,7 +187,9 @@ func driver(db *sql.DB, engine string) riverdriver.Driver[*sql.Tx] {
 func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 	cfg := &river.Config{}
 	var stop *stopSignal
+	pilot := &wakePilot{}
 	if w != nil {
+		cfg.Middleware = append(cfg.Middleware, &snoozeWake{pilot: pilot})
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &deliverWorker{d: w.Deliverer})
 		river.AddWorker(workers, &webhookWorker{d: w.Webhooks, busy: map[int64]int{}})
@@ -228,7 +230,6 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 			cfg.Queues[QueueCampaigns] = river.QueueConfig{MaxWorkers: campaignWorkers}
 		}
 	}
-	pilot := &wakePilot{}
 	c, err := river.NewClient(&wakeDriver{Driver: driver(db, engine), pilot: pilot}, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)

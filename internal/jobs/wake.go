@@ -3,7 +3,9 @@ package jobs
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
@@ -45,19 +47,52 @@ func (p *wakePilot) PilotInit(archetype *baseservice.Archetype, params *riverpil
 	p.notify = params.NotifyNonTxJobInsert
 }
 
+// snoozeWake wakes this process's workers of a job's queue when the job
+// it snoozed for a short while is due again: a campaign's sender backing
+// off for a second, a webhook endpoint's turn, the extraction sweep's
+// next run would otherwise wait for the poll as well. The wake comes a
+// little after the due time, once River has recorded the snooze.
+type snoozeWake struct {
+	river.MiddlewareDefaults
+	pilot *wakePilot
+}
+
+// snoozeWakeBound is the longest snooze woken for; longer ones (messages
+// held for their window) wait for the poll.
+const snoozeWakeBound = time.Minute
+
+// snoozeRecorded is how long after a job's snooze River has recorded it
+// (its batch completer writes every 50 ms or so).
+const snoozeRecorded = 100 * time.Millisecond
+
+func (m *snoozeWake) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+	err := doInner(ctx)
+	if s, ok := errors.AsType[*rivertype.JobSnoozeError](err); ok && s.Duration <= snoozeWakeBound {
+		queue := job.Queue
+		time.AfterFunc(max(s.Duration, 0)+snoozeRecorded, func() { m.pilot.wake([]string{queue}) })
+	}
+	return err
+}
+
 // Wake makes this process's workers of the queues look for jobs now; a
 // queue this process does not work is skipped. Call it once the
 // transaction that inserted the jobs has committed: before, the jobs
 // cannot be seen.
 func (q *Queue) Wake(queues []string) {
-	if !q.working || q.pilot.notify == nil || len(queues) == 0 {
+	if q.working {
+		q.pilot.wake(queues)
+	}
+}
+
+func (p *wakePilot) wake(queues []string) {
+	if p.notify == nil || len(queues) == 0 {
 		return
 	}
 	res := make([]*rivertype.JobInsertResult, len(queues))
 	for i, name := range queues {
 		res[i] = &rivertype.JobInsertResult{Job: &rivertype.JobRow{Queue: name}}
 	}
-	q.pilot.notify(context.Background(), res)
+	p.notify(context.Background(), res)
 }
 
 // Queues returns the queues of p's jobs, each once.

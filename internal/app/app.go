@@ -342,6 +342,8 @@ func (l *lateQueue) Insert(ctx context.Context, tx *sql.Tx, p *jobs.Pending) err
 	return l.q.Insert(ctx, tx, p)
 }
 
+func (l *lateQueue) Wake(queues []string) { l.q.Wake(queues) }
+
 func (l *lateQueue) EnqueueImport(ctx context.Context, tx *sql.Tx, brandID, importID int64) error {
 	return l.q.EnqueueImport(ctx, tx, brandID, importID)
 }

@@ -15,7 +15,7 @@ const (
 )
 
 // Scenarios lists every scenario.
-var Scenarios = []string{ScenarioCreateUsers, ScenarioLookup, ScenarioUpdate, ScenarioSend, ScenarioMixed, ScenarioCeiling, ScenarioCampaign, ScenarioFlows}
+var Scenarios = []string{ScenarioCreateUsers, ScenarioLookup, ScenarioUpdate, ScenarioSend, ScenarioMixed, ScenarioCeiling, ScenarioCampaign, ScenarioFlows, ScenarioIdle}
 
 // Seeded reports whether the scenario needs users created before the run.
 func Seeded(scenario string) bool {

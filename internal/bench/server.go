@@ -286,6 +286,9 @@ func freshSchema(ctx context.Context, base string) (string, func(), error) {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	// The server's connections carry the schema's name: the idle
+	// scenario finds their backends by it.
+	q.Set("application_name", schema)
 	u.RawQuery = q.Encode()
 	return u.String(), drop, nil
 }

@@ -61,6 +61,11 @@ const (
 	perEndpoint    = 4
 )
 
+// DefaultPollInterval is how often a worker node looks for jobs that
+// another process queued. Each look is a query per queue: at 50 ms an idle
+// node spent ~10 % of a core on them (issue #35).
+const DefaultPollInterval = time.Second
+
 // Queue is a River client bound to Parley's database.
 type Queue struct {
 	client  *river.Client[*sql.Tx]
@@ -68,6 +73,9 @@ type Queue struct {
 	// stop, set when this node runs the extraction sweep's job, ends the
 	// sweep's run on Stop.
 	stop *stopSignal
+	// pilot keeps River's function that wakes this process's producers
+	// (see Wake).
+	pilot *wakePilot
 }
 
 // Deliverer makes one delivery attempt (the service implements it).
@@ -100,8 +108,10 @@ type WorkerConfig struct {
 	// RescueAfter is how long a job may run before another node or a
 	// restart takes it over, as after a crash; default 1 minute.
 	RescueAfter time.Duration
-	// PollInterval bounds how long a new job waits to be noticed (SQLite has
-	// no LISTEN/NOTIFY); default 50 ms.
+	// PollInterval bounds how long a job queued by another process waits
+	// to be noticed (River's database/sql drivers have no LISTEN/NOTIFY);
+	// this process's own jobs wake its workers at once (Wake). Default
+	// DefaultPollInterval.
 	PollInterval time.Duration
 	Logger       *slog.Logger
 	// Gate, when set, holds the outcome of a job that failed for want of
@@ -177,7 +187,9 @@ func driver(db *sql.DB, engine string) riverdriver.Driver[*sql.Tx] {
 func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 	cfg := &river.Config{}
 	var stop *stopSignal
+	pilot := &wakePilot{}
 	if w != nil {
+		cfg.Middleware = append(cfg.Middleware, &snoozeWake{pilot: pilot})
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &deliverWorker{d: w.Deliverer})
 		river.AddWorker(workers, &webhookWorker{d: w.Webhooks, busy: map[int64]int{}})
@@ -193,7 +205,7 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 		cfg.RescueStuckJobsAfter = cmp.Or(w.RescueAfter, time.Minute)
 		// An attempt, provider call included, ends before it could be rescued.
 		cfg.JobTimeout = min(30*time.Second, cfg.RescueStuckJobsAfter)
-		cfg.FetchPollInterval = cmp.Or(w.PollInterval, 50*time.Millisecond)
+		cfg.FetchPollInterval = cmp.Or(w.PollInterval, DefaultPollInterval)
 		cfg.FetchCooldown = 5 * time.Millisecond
 		cfg.Logger = w.Logger
 		if w.Gate != nil {
@@ -218,11 +230,11 @@ func Open(db *sql.DB, engine string, w *WorkerConfig) (*Queue, error) {
 			cfg.Queues[QueueCampaigns] = river.QueueConfig{MaxWorkers: campaignWorkers}
 		}
 	}
-	c, err := river.NewClient(driver(db, engine), cfg)
+	c, err := river.NewClient(&wakeDriver{Driver: driver(db, engine), pilot: pilot}, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	return &Queue{client: c, working: w != nil, stop: stop}, nil
+	return &Queue{client: c, working: w != nil, stop: stop, pilot: pilot}, nil
 }
 
 type webhookWorker struct {

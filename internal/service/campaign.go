@@ -44,6 +44,7 @@ func (s *Service) CreateCampaign(ctx context.Context, o parley.Origin, brandID i
 			return err
 		}
 		tx.Answer(c)
+		tx.AfterCommit(s.wakeCampaigns)
 		return nil
 	})
 	if err != nil {

@@ -58,6 +58,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, o parley.Origin, brandID, 
 			return err
 		}
 		tx.Answer(c)
+		tx.AfterCommit(s.wakeCampaigns)
 		return nil
 	})
 	if err != nil {

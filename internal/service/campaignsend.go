@@ -81,15 +81,19 @@ func (s *Service) SetCampaigns(batch int, staleClaim time.Duration) {
 // cross chunk boundaries.
 func (s *Service) SetResolveChunk(n int) { s.resolveChunk = n }
 
-// RunCampaignScheduler resolves due campaigns every interval until ctx
-// ends. Every worker node runs it: the resolution's guarded UPDATE lets
-// one node resolve each campaign.
+// RunCampaignScheduler resolves due campaigns until ctx ends. Every
+// worker node runs it: the resolution's guarded UPDATE lets one node
+// resolve each campaign. It looks every interval while it finds
+// campaigns to resolve; otherwise it sleeps until the earliest scheduled
+// send_at, at most campaignIdle(every), or until this process schedules a
+// campaign (wakeCampaigns): an idle node costs next to nothing (issue
+// #35), and a campaign another process schedules for now starts within
+// campaignIdle(every).
 func (s *Service) RunCampaignScheduler(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
 	var watched time.Time
 	for {
-		if _, err := s.ResolveDueCampaigns(ctx); err != nil && ctx.Err() == nil {
+		n, err := s.ResolveDueCampaigns(ctx)
+		if err != nil && ctx.Err() == nil {
 			s.logger.Warn("campaigns: resolving due campaigns", "error", err)
 		}
 		if time.Since(watched) >= campaignWatchEvery {
@@ -98,11 +102,35 @@ func (s *Service) RunCampaignScheduler(ctx context.Context, every time.Duration)
 				s.logger.Warn("campaigns: restarting stalled campaigns", "error", err)
 			}
 		}
+		wait := campaignIdle(every)
+		if n > 0 || err != nil {
+			wait = every
+		} else if at, ok, err := s.db.NextCampaignAt(ctx); err == nil && ok {
+			wait = min(wait, max(at.Sub(s.db.Now()), every))
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
+		case <-s.campaignWake:
 		case <-t.C:
 		}
+		t.Stop()
+	}
+}
+
+// campaignIdle is the longest the scheduler sleeps: five intervals, at
+// most a second (tests' short intervals keep short sleeps).
+func campaignIdle(every time.Duration) time.Duration {
+	return max(every, min(5*every, time.Second))
+}
+
+// wakeCampaigns tells this node's scheduler that a campaign may be due.
+func (s *Service) wakeCampaigns() {
+	select {
+	case s.campaignWake <- struct{}{}:
+	default:
 	}
 }
 

@@ -80,18 +80,12 @@ func (s *Service) RunExtractionSweeper(ctx context.Context, every, d time.Durati
 	if s.extractor == nil {
 		return
 	}
-	t := time.NewTicker(every)
+	// After a sweep that found no text the next waits longer (issue #35:
+	// an idle node idles); D20's 10 s are far off either way.
+	idle := max(every, min(4*every, time.Second))
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for start := time.Now(); time.Since(start) < d; {
-		for {
-			n, err := s.SweepExtractions(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.logger.Warn("extraction: sweep", "error", err)
-			}
-			if err != nil || n < SweepBatch {
-				break
-			}
-		}
 		select {
 		case <-ctx.Done():
 			return
@@ -99,6 +93,20 @@ func (s *Service) RunExtractionSweeper(ctx context.Context, every, d time.Durati
 			return
 		case <-t.C:
 		}
+		wait := idle
+		for {
+			n, err := s.SweepExtractions(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.logger.Warn("extraction: sweep", "error", err)
+			}
+			if err != nil || n > 0 {
+				wait = every
+			}
+			if err != nil || n < SweepBatch {
+				break
+			}
+		}
+		t.Reset(wait)
 	}
 }
 

@@ -63,31 +63,45 @@ func (s *Service) wakeFlows() {
 	}
 }
 
-// RunFlows runs due flow steps until ctx ends (D21).
+// RunFlows runs due flow steps until ctx ends (D21). Between batches it
+// sleeps until the earliest next_at, at most flowPoll, or until this
+// node enters a run; after a flowPoll with nothing due it only probes
+// next_at (a read) before taking a batch (a write transaction): an idle
+// node, or one whose runs all wait, costs next to nothing (issue #35).
 func (s *Service) RunFlows(ctx context.Context) {
 	if err := s.ResumeFlowSenders(ctx); err != nil && ctx.Err() == nil {
 		s.logger.Error("flows: resuming senders", "err", err)
 	}
+
+	run := true // a batch may be due
 	for ctx.Err() == nil {
-		n, err := s.RunDueFlowSteps(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.logger.Error("flows: running due steps", "err", err)
-		}
-		if err == nil && n == flowBatch {
-			continue // more may be due
+		if run {
+			n, err := s.RunDueFlowSteps(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.logger.Error("flows: running due steps", "err", err)
+			}
+			if err == nil && n == flowBatch {
+				continue // more may be due
+			}
 		}
 		wait := flowPoll
-		if at, ok, err := s.db.NextDue(ctx); err == nil && ok {
+		at, ok, err := s.db.NextDue(ctx)
+		if err == nil && ok {
 			wait = min(wait, max(at.Sub(s.db.Now()), 0))
 		}
 		if err == nil && wait == 0 {
+			run = true
 			continue
 		}
 		t := time.NewTimer(max(wait, 10*time.Millisecond))
 		select {
 		case <-ctx.Done():
 		case <-s.flowWake:
+			run = true
 		case <-t.C:
+			// Slept until a run's next_at, or unsure: take a batch; else
+			// probe next_at first.
+			run = err != nil || wait < flowPoll
 		}
 		t.Stop()
 	}

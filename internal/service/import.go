@@ -17,6 +17,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/csvimport"
+	"github.com/parleyhq/parley/internal/jobs"
 	"github.com/parleyhq/parley/internal/phone"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -43,6 +44,8 @@ const (
 // the import.
 type ImportEnqueuer interface {
 	EnqueueImport(ctx context.Context, tx *sql.Tx, brandID, importID int64) error
+	// Wake makes this process's workers of the queues look for jobs now.
+	Wake(queues []string)
 }
 
 // Importer implements parley.ImportService: CSV imports of users, run in
@@ -241,6 +244,7 @@ func (im *Importer) CreateImport(ctx context.Context, o parley.Origin, brandID i
 		}
 		out = rec.Import
 		tx.Answer(&out)
+		tx.AfterCommit(func() { im.q.Wake([]string{jobs.QueueImports}) })
 		return im.q.EnqueueImport(ctx, tx.SQL(), brandID, rec.ID)
 	})
 	if err != nil {

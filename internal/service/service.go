@@ -28,6 +28,9 @@ import (
 // Enqueuer puts jobs in the same transaction as the change that causes them.
 type Enqueuer interface {
 	Insert(ctx context.Context, tx *sql.Tx, p *jobs.Pending) error
+	// Wake makes this process's workers of the queues look for jobs now
+	// (they poll rarely: issue #35).
+	Wake(queues []string)
 }
 
 // jobBatch holds the jobs of a transaction until it commits (store.Tx.Batch).
@@ -37,7 +40,13 @@ type jobBatch struct {
 }
 
 func (b *jobBatch) Flush(ctx context.Context, tx *store.Tx) error {
-	return b.q.Insert(ctx, tx.SQL(), &b.Pending)
+	queues := b.Queues()
+	if err := b.q.Insert(ctx, tx.SQL(), &b.Pending); err != nil {
+		return err
+	}
+	// Once committed, this process's workers start the jobs at once.
+	tx.AfterCommit(func() { b.q.Wake(queues) })
+	return nil
 }
 
 type jobBatchKey struct{}
@@ -98,6 +107,9 @@ type Service struct {
 
 	// flowWake wakes this node's flow runner (RunFlows) when a run enters.
 	flowWake chan struct{}
+	// campaignWake wakes this node's campaign scheduler when a campaign
+	// is scheduled or changed.
+	campaignWake chan struct{}
 
 	webhookAllowPrivate bool
 	webhookClient       *http.Client
@@ -116,6 +128,7 @@ func New(db *store.DB, queue Enqueuer, bucket *blob.Bucket, box *secretbox.Box, 
 		CredentialTTL:  10 * time.Second,
 		creds:          make(map[string]cachedCredential),
 		flowWake:       make(chan struct{}, 1),
+		campaignWake:   make(chan struct{}, 1),
 		logger:         slog.New(slog.DiscardHandler),
 		webhookClient:  webhook.Client(false),
 		usSendingRules: true,

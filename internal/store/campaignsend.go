@@ -30,6 +30,19 @@ func (db *DB) DueCampaigns(ctx context.Context, now time.Time, limit int) ([]*pa
 	return collect(rows, scanCampaign)
 }
 
+// NextCampaignAt returns the earliest send_at of the scheduled campaigns
+// (one probe of campaigns_due), ok false when none is scheduled.
+func (db *DB) NextCampaignAt(ctx context.Context) (at time.Time, ok bool, err error) {
+	var v sql.NullInt64
+	if err := db.queryRow(ctx, `SELECT MIN(send_at) FROM campaigns WHERE status = 'scheduled'`).Scan(&v); err != nil {
+		return time.Time{}, false, fmt.Errorf("store: next campaign: %w", err)
+	}
+	if !v.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMicros(v.Int64), true, nil
+}
+
 // FindCampaign is DB.FindCampaign inside tx.
 func (tx *Tx) FindCampaign(ctx context.Context, brandID, id int64) (*parley.Campaign, error) {
 	c, err := scanCampaign(tx.queryRow(ctx, `SELECT `+campaignColumns+` FROM `+campaignsFrom+` WHERE brand_id = ? AND id = ?`,

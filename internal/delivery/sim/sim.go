@@ -47,8 +47,13 @@ type Provider struct {
 	// Delay is how long after acceptance the final status is reported;
 	// default 500 ms.
 	Delay time.Duration
-	// Tick is how often due statuses are reported; default 50 ms.
+	// Tick is how often due statuses are reported while this process
+	// sends or has statuses to report; default 50 ms.
 	Tick time.Duration
+	// IdleTick is how often they are looked for otherwise, for the
+	// messages another process sent: an idle node then costs next to no
+	// CPU (issue #35); default 1 s.
+	IdleTick time.Duration
 	// Reporters is how many reports are applied at once; default 64.
 	// Carriers report concurrently too, and on PostgreSQL each report waits
 	// for its commit to reach the disk: one at a time, the reports held
@@ -67,6 +72,9 @@ type Provider struct {
 	Logger *slog.Logger
 
 	sends atomic.Int64
+	// lastSend is when (real time, UnixNano) this process last handed the
+	// carrier a message: its status is due Delay later.
+	lastSend atomic.Int64
 
 	mu sync.Mutex
 	// putBack holds the records whose report the sink could not take,
@@ -76,7 +84,7 @@ type Provider struct {
 
 // New returns a simulator keeping its state in ledger.
 func New(ledger Ledger) *Provider {
-	return &Provider{ledger: ledger, Delay: 500 * time.Millisecond, Tick: 50 * time.Millisecond, Reporters: 64,
+	return &Provider{ledger: ledger, Delay: 500 * time.Millisecond, Tick: 50 * time.Millisecond, IdleTick: time.Second, Reporters: 64,
 		ReportBatch: 500, Retry: 250 * time.Millisecond, Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
 }
 
@@ -102,6 +110,7 @@ func (p *Provider) Send(ctx context.Context, m delivery.Message) (delivery.Recei
 	if err != nil {
 		return delivery.Receipt{}, err
 	}
+	p.lastSend.Store(time.Now().UnixNano())
 	if fresh {
 		p.sends.Add(1)
 		p.Logger.Info("sim: message sent to handset", "message_id", m.ID, "provider_id", stored.ProviderID, "to_suffix", suffix(m.To))
@@ -126,6 +135,7 @@ func (p *Provider) SendBatch(ctx context.Context, ms []delivery.Message) []deliv
 
 // sent counts and logs a batch the carrier took, fresh of its messages new.
 func (p *Provider) sent(messages, fresh int) {
+	p.lastSend.Store(time.Now().UnixNano())
 	p.sends.Add(int64(fresh))
 	p.Logger.Info("sim: batch sent to handsets", "messages", messages, "new", fresh)
 }
@@ -181,20 +191,38 @@ func (p *Provider) sendBatch(ms []delivery.Message, accept func([]store.SimRecor
 	return out, fresh, nil
 }
 
-// Run reports due final statuses to sink until ctx ends.
+// Run reports due final statuses to sink until ctx ends: every Tick while
+// this process has sent within Delay and a few ticks, or has statuses
+// put back or just reported; every IdleTick otherwise.
 func (p *Provider) Run(ctx context.Context, sink delivery.Sink) {
-	t := time.NewTicker(p.Tick)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		if err := p.Flush(ctx, sink); err != nil && ctx.Err() == nil {
-			p.Logger.Warn("sim: reporting statuses", "error", err)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		n, err := p.flush(ctx, sink)
+		if err != nil && ctx.Err() == nil {
+			p.Logger.Warn("sim: reporting statuses", "error", err)
+		}
+		t.Reset(p.nextTick(n))
 	}
+}
+
+// nextTick is how long Run waits after a flush that reported n statuses.
+func (p *Provider) nextTick(n int) time.Duration {
+	tick := cmp.Or(p.Tick, 50*time.Millisecond)
+	idle := max(cmp.Or(p.IdleTick, time.Second), tick)
+	p.mu.Lock()
+	pending := len(p.putBack) > 0
+	p.mu.Unlock()
+	recent := time.Since(time.Unix(0, p.lastSend.Load())) < p.Delay+4*tick
+	if n > 0 || pending || recent {
+		return tick
+	}
+	return idle
 }
 
 // Flush reports every final status that is due now. A record whose
@@ -207,17 +235,25 @@ func (p *Provider) Run(ctx context.Context, sink delivery.Sink) {
 // before, the first 500 such records were read again on every tick and
 // nothing after them was reported, for up to 108 s).
 func (p *Provider) Flush(ctx context.Context, sink delivery.Sink) error {
+	_, err := p.flush(ctx, sink)
+	return err
+}
+
+// flush is Flush, and returns how many records were due.
+func (p *Provider) flush(ctx context.Context, sink delivery.Sink) (int, error) {
 	batch := cmp.Or(p.ReportBatch, 500)
 	var failed error
 	var after store.SimCursor
+	n := 0
 	for {
 		due, err := p.ledger.SimDue(ctx, p.Now(), after, batch)
 		if err != nil {
-			return err
+			return n, err
 		}
 		if len(due) == 0 {
-			return failed
+			return n, failed
 		}
+		n += len(due)
 		last := due[len(due)-1]
 		after = store.SimCursor{DueAt: last.DueAt, ProviderID: last.ProviderID}
 		reported, later, err := p.report(ctx, sink, p.ready(due))
@@ -225,14 +261,14 @@ func (p *Provider) Flush(ctx context.Context, sink delivery.Sink) error {
 		// Marked once per batch: after a crash in between, the repeated
 		// reports change nothing.
 		if err := p.ledger.SimMarkReported(ctx, reported); err != nil {
-			return err
+			return n, err
 		}
 		p.settle(reported, later)
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return n, ctx.Err()
 		}
 		if len(due) < batch {
-			return failed
+			return n, failed
 		}
 	}
 }

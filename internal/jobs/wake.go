@@ -1,0 +1,116 @@
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivershared/baseservice"
+	"github.com/riverqueue/river/rivershared/riverpilot"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Waking this process's workers (issue #35: an idle node idles). River's
+// database/sql drivers have no listener on either engine, so a worker
+// learns of a job by polling every FetchPollInterval; River wakes its own
+// producers only for jobs inserted outside a transaction. Parley inserts
+// every job in the transaction of the change that causes it, so once that
+// commits it wakes this process's producers of the jobs' queues (Wake):
+// work this process queues starts at once, and the poll, long, only
+// bounds how long work queued by another process waits.
+//
+// River hands the function that wakes its producers to its pilot; a
+// driver that is a plugin supplies the pilot, so wakeDriver wraps the
+// engine's driver to supply River's standard pilot, which keeps the
+// function.
+
+type wakeDriver struct {
+	riverdriver.Driver[*sql.Tx]
+	pilot *wakePilot
+}
+
+func (d *wakeDriver) PluginInit(*baseservice.Archetype) {}
+
+func (d *wakeDriver) PluginPilot() riverpilot.Pilot { return d.pilot }
+
+type wakePilot struct {
+	riverpilot.StandardPilot
+	notify func(context.Context, []*rivertype.JobInsertResult)
+}
+
+func (p *wakePilot) PilotInit(archetype *baseservice.Archetype, params *riverpilot.PilotInitParams) {
+	p.StandardPilot.PilotInit(archetype, params)
+	p.notify = params.NotifyNonTxJobInsert
+}
+
+// snoozeWake wakes this process's workers of a job's queue when the job
+// it snoozed for a short while is due again: a campaign's sender backing
+// off for a second, a webhook endpoint's turn, the extraction sweep's
+// next run would otherwise wait for the poll as well. The wake comes a
+// little after the due time, once River has recorded the snooze.
+type snoozeWake struct {
+	river.MiddlewareDefaults
+	pilot *wakePilot
+}
+
+// snoozeWakeBound is the longest snooze woken for; longer ones (messages
+// held for their window) wait for the poll.
+const snoozeWakeBound = time.Minute
+
+// snoozeRecorded is how long after a job's snooze River has recorded it
+// (its batch completer writes every 50 ms or so).
+const snoozeRecorded = 100 * time.Millisecond
+
+func (m *snoozeWake) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+	err := doInner(ctx)
+	if s, ok := errors.AsType[*rivertype.JobSnoozeError](err); ok && s.Duration <= snoozeWakeBound {
+		queue := job.Queue
+		time.AfterFunc(max(s.Duration, 0)+snoozeRecorded, func() { m.pilot.wake([]string{queue}) })
+	}
+	return err
+}
+
+// Wake makes this process's workers of the queues look for jobs now; a
+// queue this process does not work is skipped. Call it once the
+// transaction that inserted the jobs has committed: before, the jobs
+// cannot be seen.
+func (q *Queue) Wake(queues []string) {
+	if q.working {
+		q.pilot.wake(queues)
+	}
+}
+
+func (p *wakePilot) wake(queues []string) {
+	if p.notify == nil || len(queues) == 0 {
+		return
+	}
+	res := make([]*rivertype.JobInsertResult, len(queues))
+	for i, name := range queues {
+		res[i] = &rivertype.JobInsertResult{Job: &rivertype.JobRow{Queue: name}}
+	}
+	p.notify(context.Background(), res)
+}
+
+// Queues returns the queues of p's jobs, each once.
+func (p *Pending) Queues() []string {
+	var out []string
+	for _, prm := range p.params {
+		name := river.QueueDefault
+		if a, ok := prm.Args.(river.JobArgsWithInsertOpts); ok {
+			if o := a.InsertOpts(); o.Queue != "" {
+				name = o.Queue
+			}
+		}
+		if prm.InsertOpts != nil && prm.InsertOpts.Queue != "" {
+			name = prm.InsertOpts.Queue
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}

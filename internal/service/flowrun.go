@@ -72,7 +72,6 @@ func (s *Service) RunFlows(ctx context.Context) {
 	if err := s.ResumeFlowSenders(ctx); err != nil && ctx.Err() == nil {
 		s.logger.Error("flows: resuming senders", "err", err)
 	}
-
 	run := true // a batch may be due
 	for ctx.Err() == nil {
 		if run {

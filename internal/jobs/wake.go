@@ -61,15 +61,20 @@ type snoozeWake struct {
 // held for their window) wait for the poll.
 const snoozeWakeBound = time.Minute
 
-// snoozeRecorded is how long after a job's snooze River has recorded it
-// (its batch completer writes every 50 ms or so).
-const snoozeRecorded = 100 * time.Millisecond
+// snoozeRecorded are the times after a job's snooze is due at which its
+// queue is woken: River's batch completer records the snooze within 50 ms
+// or so, but a loaded process (or -race) can take seconds, and a wake
+// that comes before the record finds nothing and leaves the job to the
+// poll. Waking again is one fetch each.
+var snoozeRecorded = []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 5 * time.Second}
 
 func (m *snoozeWake) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
 	err := doInner(ctx)
 	if s, ok := errors.AsType[*rivertype.JobSnoozeError](err); ok && s.Duration <= snoozeWakeBound {
 		queue := job.Queue
-		time.AfterFunc(max(s.Duration, 0)+snoozeRecorded, func() { m.pilot.wake([]string{queue}) })
+		for _, after := range snoozeRecorded {
+			time.AfterFunc(max(s.Duration, 0)+after, func() { m.pilot.wake([]string{queue}) })
+		}
 	}
 	return err
 }

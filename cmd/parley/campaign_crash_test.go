@@ -24,11 +24,18 @@ func TestKillMidCampaign(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for River's job rescuer")
 	}
-	t.Parallel() // mostly idle, waiting for River's rescuer
+	onNodes(t, killMidCampaign)
+}
+
+// onNodes runs a kill test on SQLite (one last node) and on PostgreSQL
+// (two last nodes at once), in parallel: such tests mostly wait for
+// River's rescuer.
+func onNodes(t *testing.T, test func(t *testing.T, nodeEnv []string, newClient func(string, ...client.Option) *client.Client, lastNodes int)) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		nodeEnv, newClient := sqliteNodes(t)
-		killMidCampaign(t, nodeEnv, newClient, 1)
+		test(t, nodeEnv, newClient, 1)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		if os.Getenv(apitest.EnvPostgresURL) == "" {
@@ -36,7 +43,7 @@ func TestKillMidCampaign(t *testing.T) {
 		}
 		t.Parallel()
 		nodeEnv, newClient := setupNodes(t, apitest.PostgresURL(t))
-		killMidCampaign(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), newClient, 2)
+		test(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), newClient, 2)
 	})
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/internal/apitest"
 )
 
 // TestKillMidFlows kills worker nodes with SIGKILL while a flow's sends
@@ -32,19 +31,8 @@ func TestKillMidFlows(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("PARLEY_FLOW_KILL_RUNS")); err == nil && v > 0 {
 		runs = v
 	}
-	t.Parallel() // mostly idle, waiting for River's rescuer
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		nodeEnv, newClient := sqliteNodes(t)
-		killMidFlows(t, nodeEnv, newClient, runs, 1)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		if os.Getenv(apitest.EnvPostgresURL) == "" {
-			t.Skip("needs PostgreSQL: set " + apitest.EnvPostgresURL)
-		}
-		t.Parallel()
-		nodeEnv, newClient := setupNodes(t, apitest.PostgresURL(t))
-		killMidFlows(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), newClient, runs, 2)
+	onNodes(t, func(t *testing.T, nodeEnv []string, newClient func(string, ...client.Option) *client.Client, lastNodes int) {
+		killMidFlows(t, nodeEnv, newClient, runs, lastNodes)
 	})
 }
 

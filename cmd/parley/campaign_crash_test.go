@@ -35,6 +35,7 @@ func onNodes(t *testing.T, test func(t *testing.T, nodeEnv []string, newClient f
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		nodeEnv, newClient := sqliteNodes(t)
+		defer killSlot()()
 		test(t, nodeEnv, newClient, 1)
 	})
 	t.Run("postgres", func(t *testing.T) {
@@ -43,16 +44,30 @@ func onNodes(t *testing.T, test func(t *testing.T, nodeEnv []string, newClient f
 		}
 		t.Parallel()
 		nodeEnv, newClient := setupNodes(t, apitest.PostgresURL(t))
+		defer killSlot()()
 		test(t, append(nodeEnv, "PARLEY_DATA_DIR="+t.TempDir()), newClient, 2)
 	})
 }
 
+// killSlots lets one kill scenario run at a time: each runs nodes under
+// -race, and four at once on CI's two cores (beside the other packages)
+// left their senders' batches no time within the job timeout, attempt
+// after attempt (a CI run of TestKillMidFlows).
+var killSlots = make(chan struct{}, 1)
+
+// killSlot waits for the slot and returns its release.
+func killSlot() func() {
+	killSlots <- struct{}{}
+	return func() { <-killSlots }
+}
+
 func killMidCampaign(t *testing.T, nodeEnv []string, newClient func(string, ...client.Option) *client.Client, lastNodes int) {
 	const members, optedOut = 3000, 10
-	// A rescue delay of 3 s: a campaign run's timeout is two thirds of it,
-	// and a batch of 500 under -race on a loaded machine needs more than
-	// the 0.67 s that 1 s would leave.
-	args := []string{"serve", "--addr", "127.0.0.1:0", "--sim-delay", "10ms", "--job-rescue-after", "3s", "--rate-limit", "0"}
+	// A rescue delay of 10 s: a sender job's timeout is two thirds of it,
+	// and under -race on a loaded machine (CI's load reaches 20) a batch
+	// needs more than the 2 s that 3 s would leave; River's rescuer looks
+	// every 30 s anyway.
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--sim-delay", "10ms", "--job-rescue-after", "10s", "--rate-limit", "0"}
 	api := startProcess(t, nodeEnv, append(args, "--role", "api")...)
 	c := newClient(api.URL)
 	ctx := t.Context()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -37,7 +38,9 @@ func TestKillMidFlows(t *testing.T) {
 }
 
 func killMidFlows(t *testing.T, nodeEnv []string, newClient func(string, ...client.Option) *client.Client, n, lastNodes int) {
-	args := []string{"serve", "--addr", "127.0.0.1:0", "--sim-delay", "10ms", "--job-rescue-after", "3s", "--rate-limit", "0"}
+	// 10 s as in killMidCampaign: with 3 s, CI's load left the sender's
+	// batches no time, attempt after attempt.
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--sim-delay", "10ms", "--job-rescue-after", "10s", "--rate-limit", "0"}
 	api := startProcess(t, nodeEnv, append(args, "--role", "api")...)
 	c := newClient(api.URL)
 	ctx := t.Context()
@@ -95,7 +98,7 @@ func killMidFlows(t *testing.T, nodeEnv []string, newClient func(string, ...clie
 		deadline := time.Now().Add(4 * time.Minute) // River's rescuer takes a killed node's job after a while
 		for !done() {
 			if time.Now().After(deadline) {
-				t.Fatalf("no %s:\n%s", what, tailOf(p.stderr.String()))
+				t.Fatalf("no %s:\n%s\n%s", what, tailOf(p.stderr.String()), flowState(t, db, f.ID))
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -173,4 +176,47 @@ func killMidFlows(t *testing.T, nodeEnv []string, newClient func(string, ...clie
 		t.Errorf("stats %+v, want %+v", got.Stats, want)
 	}
 	t.Logf("%d runs: %d first messages written before the first kill; the rest on %d node(s) after the restart", n, written, lastNodes)
+}
+
+// flowState describes where a flow's messages, runs and sender job stand,
+// for a failure's message.
+func flowState(t *testing.T, db *sql.DB, flowID int64) string {
+	t.Helper()
+	var b strings.Builder
+	dump := func(title, query string, args ...any) {
+		fmt.Fprintf(&b, "%s:\n", title)
+		rows, err := db.Query(query, args...)
+		if err != nil {
+			fmt.Fprintf(&b, "  %v\n", err)
+			return
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				fmt.Fprintf(&b, "  %v\n", err)
+				return
+			}
+			b.WriteString(" ")
+			for i, c := range cols {
+				if v, ok := vals[i].([]byte); ok {
+					vals[i] = string(v)
+				}
+				fmt.Fprintf(&b, " %s=%v", c, vals[i])
+			}
+			b.WriteString("\n")
+		}
+	}
+	dump("messages", `SELECT flow_step, status, sending_at IS NOT NULL AS claimed, COALESCE(provider, '') AS provider, count(*) AS n
+		FROM messages WHERE flow_id = $1 GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`, flowID)
+	dump("runs", `SELECT status, step, count(*) AS n FROM flow_runs WHERE flow_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, flowID)
+	dump("senders", `SELECT flow_id, gen FROM flow_senders`)
+	dump("jobs", `SELECT id, kind, state, attempt, max_attempts, scheduled_at, attempted_at, finalized_at, substr(CAST(errors AS TEXT), length(CAST(errors AS TEXT)) - 600) AS last_errors
+		FROM river_job WHERE kind = 'send_flow' ORDER BY id`)
+	return b.String()
 }

@@ -566,6 +566,10 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 	return prog, nil
 }
 
+// outcomeTimeout bounds the write of a batch's outcomes, which outlives
+// its job's deadline (writeOutcomes).
+const outcomeTimeout = 30 * time.Second
+
 // writeOutcomes writes the provider's results of a batch (results[i] is
 // batch[i]'s) and the batch's fails, in one transaction: the sent moved
 // to sent, the refused failed, the temporarily refused put back for a
@@ -594,6 +598,14 @@ func (s *Service) writeOutcomes(ctx context.Context, brandID int64, batch []stor
 			temp = append(temp, r.MessageID)
 		}
 	}
+	// The provider has the batch: its record must not be lost to the
+	// job's deadline or a shutdown, or every message would stay queued,
+	// its reports "not yet", until its claim went stale and it was sent
+	// again — on a slow node, batch after batch (a CI run of
+	// TestKillMidFlows sent nothing in 20 attempts). The write has its
+	// own bound instead.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
+	defer cancel()
 	err := s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
 		if idempotent {
 			if err := tx.RelaxCommit(ctx); err != nil {

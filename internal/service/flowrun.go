@@ -30,6 +30,10 @@ const (
 	// flowPoll is the longest a runner sleeps: the runs another node
 	// enters are due at once, and this node sees them within it.
 	flowPoll = time.Second
+	// flowWatchEvery is how often the runner looks for flows whose
+	// sender is gone (ResumeFlowSenders): rarely, since a sender job ends
+	// only after all its attempts.
+	flowWatchEvery = 30 * time.Second
 )
 
 // Exit reasons of runs (D21 exit_reason).
@@ -68,12 +72,18 @@ func (s *Service) wakeFlows() {
 // node enters a run; after a flowPoll with nothing due it only probes
 // next_at (a read) before taking a batch (a write transaction): an idle
 // node, or one whose runs all wait, costs next to nothing (issue #35).
+// Every flowWatchEvery it queues the senders flows lack
+// (ResumeFlowSenders).
 func (s *Service) RunFlows(ctx context.Context) {
-	if err := s.ResumeFlowSenders(ctx); err != nil && ctx.Err() == nil {
-		s.logger.Error("flows: resuming senders", "err", err)
-	}
+	var watched time.Time
 	run := true // a batch may be due
 	for ctx.Err() == nil {
+		if time.Since(watched) >= flowWatchEvery {
+			watched = time.Now()
+			if _, err := s.ResumeFlowSenders(ctx); err != nil && ctx.Err() == nil {
+				s.logger.Error("flows: resuming senders", "err", err)
+			}
+		}
 		if run {
 			n, err := s.RunDueFlowSteps(ctx)
 			if err != nil && ctx.Err() == nil {
@@ -106,27 +116,35 @@ func (s *Service) RunFlows(ctx context.Context) {
 	}
 }
 
-// ResumeFlowSenders queues the sender of every flow that has queued
-// messages and none queued or running: after an upgrade from a version
-// that sent each flow message by a job of its own, which Deliver now
-// leaves to the flow's sender.
-func (s *Service) ResumeFlowSenders(ctx context.Context) error {
-	flows, err := s.db.FlowsWithQueuedMessages(ctx)
+// ResumeFlowSenders queues a sender for every flow that has queued
+// messages and no sender job that could still run
+// (store.FlowsWithoutSender), and returns how many it queued. The runner
+// calls it as it starts and every flowWatchEvery: a flow whose sender
+// River discarded would otherwise never send again, since its
+// flow_senders row tells the runners one is running. A second sender of
+// a flow is harmless: the claim gives each message to one batch, and the
+// one that ends the row ends the other (flowIdle).
+func (s *Service) ResumeFlowSenders(ctx context.Context) (int, error) {
+	flows, err := s.db.FlowsWithoutSender(ctx)
 	if err != nil || len(flows) == 0 {
-		return err
+		return 0, err
 	}
-	return s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
+	err = s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
 		for flowID, brandID := range flows {
-			queue, err := tx.WantFlowSender(ctx, flowID)
-			if err != nil {
+			if _, err := tx.WantFlowSender(ctx, flowID); err != nil {
 				return err
 			}
-			if queue {
-				s.jobsOf(tx).FlowSend(brandID, flowID)
-			}
+			s.jobsOf(tx).FlowSend(brandID, flowID)
 		}
 		return nil
 	})
+	if err != nil {
+		return 0, err
+	}
+	for flowID, brandID := range flows {
+		s.logger.Warn("flows: a flow's messages had no sender; queued one", "brand_id", brandID, "flow_id", flowID)
+	}
+	return len(flows), nil
 }
 
 // RunDueFlowSteps does the due steps of one batch of runs and returns how

@@ -1,12 +1,15 @@
 package service_test
 
 import (
+	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/apitest"
 	"github.com/parleyhq/parley/internal/app"
+	"github.com/parleyhq/parley/internal/delivery"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -223,9 +226,9 @@ func TestFlowMessagesOfAnEarlierVersion(t *testing.T) {
 	if n := campInt(t, e, `SELECT count(*) FROM messages WHERE status = 'queued' AND sending_at IS NULL`); n != 1 {
 		t.Fatalf("the old job touched the flow's message (%d left queued)", n)
 	}
-	for range 2 { // a second start finds the sender queued
-		if err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil {
-			t.Fatal(err)
+	for _, want := range []int{1, 0} { // a second look finds the sender queued
+		if n, err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil || n != want {
+			t.Fatalf("resume: queued %d (%v), want %d", n, err, want)
 		}
 	}
 	if n := campInt(t, e, `SELECT count(*) FROM river_job WHERE kind = 'send_flow'`); n != 1 {
@@ -234,4 +237,99 @@ func TestFlowMessagesOfAnEarlierVersion(t *testing.T) {
 	if sent, _ := flowDrain(t, e, f); sent != 1 {
 		t.Errorf("the sender sent %d, want 1", sent)
 	}
+}
+
+// TestFlowSenderDiscarded: a flow whose sender job River discarded (its
+// attempts ran out: an outage, an overloaded node) gets a new sender from
+// the runner's watch, once, although its flow_senders row still says one
+// runs; its messages then go out (D21: every step happens; issue #33, a
+// CI run of TestKillMidFlows left 3,000 messages queued for good).
+func TestFlowSenderDiscarded(t *testing.T) {
+	t.Parallel()
+	e := campEnv(t)
+	f := sendFlow(t, e, `[{"type":"send","body":"Hi","message_type":"TRANSACTIONAL"}]`)
+	subscribe(t, e, "+14155550101")
+	subscribe(t, e, "+14155550102")
+	runDue(t, e)
+	live := func() int64 {
+		return campInt(t, e, `SELECT count(*) FROM river_job WHERE kind = 'send_flow'
+			AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')`)
+	}
+	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil || n != 0 || live() != 1 {
+		t.Fatalf("with its sender queued: queued %d (%v), %d live senders; want 0 and 1", n, err, live())
+	}
+	if _, err := e.App.DB.Writer().ExecContext(e.Ctx, `UPDATE river_job SET state = 'discarded', finalized_at = created_at WHERE kind = 'send_flow'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil || n != 1 || live() != 1 {
+		t.Fatalf("after its sender was discarded: queued %d (%v), %d live senders; want 1 and 1", n, err, live())
+	}
+	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil || n != 0 || live() != 1 {
+		t.Fatalf("again: queued %d (%v), %d live senders; want 0 and 1", n, err, live())
+	}
+	if sent, _ := flowDrain(t, e, f); sent != 2 {
+		t.Errorf("the sender sent %d, want 2", sent)
+	}
+	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil || n != 0 {
+		t.Errorf("nothing queued: queued %d (%v), want 0", n, err)
+	}
+}
+
+// TestSentBatchRecordedPastTheDeadline: a batch the provider took is
+// recorded sent even when the sender's job ran out of time (or the node
+// began to shut down) while the provider had it: a campaign's and a
+// flow's (D16, D21; on a slow node every batch used to be lost this way,
+// its messages left queued until their claims went stale).
+func TestSentBatchRecordedPastTheDeadline(t *testing.T) {
+	t.Parallel()
+	for _, source := range []string{"campaign", "flow"} {
+		t.Run(source, func(t *testing.T) {
+			t.Parallel()
+			e := campEnv(t)
+			p := &deadlineProvider{}
+			e.App.Service.SetDelivery(p, e.Server.URL, nil, nil)
+			ctx, cancel := context.WithCancel(e.Ctx)
+			p.cancel = cancel
+			var err error
+			if source == "flow" {
+				f := sendFlow(t, e, `[{"type":"send","body":"Hi","message_type":"TRANSACTIONAL"}]`)
+				campUsers(t, e, 3, 0)
+				runDue(t, e)
+				_, err = e.App.Service.SendFlowBatch(ctx, f.BrandID, f.ID)
+			} else {
+				campUsers(t, e, 3, 0)
+				c := campCampaign(t, e, parley.TypeTransactional)
+				if n, err := e.App.Service.ResolveDueCampaigns(e.Ctx); err != nil || n != 1 {
+					t.Fatalf("resolve: %d, %v", n, err)
+				}
+				_, err = e.App.Service.SendCampaignBatch(ctx, c.BrandID, c.ID)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := campInt(t, e, `SELECT count(*) FROM messages WHERE status = 'sent' AND provider_id LIKE 'C%'`); n != 3 {
+				t.Errorf("%d messages recorded sent, want the 3 the provider took", n)
+			}
+		})
+	}
+}
+
+// deadlineProvider takes every batch, and cancels the sender's context
+// while it has it: the job's deadline passing during the provider call.
+type deadlineProvider struct{ cancel context.CancelFunc }
+
+func (p *deadlineProvider) Name() string     { return "deadline" }
+func (p *deadlineProvider) Idempotent() bool { return true }
+
+func (p *deadlineProvider) Send(_ context.Context, m delivery.Message) (delivery.Receipt, error) {
+	return delivery.Receipt{ProviderID: "C" + strconv.FormatInt(m.ID, 10)}, nil
+}
+
+func (p *deadlineProvider) SendBatch(_ context.Context, ms []delivery.Message) []delivery.Result {
+	p.cancel()
+	out := make([]delivery.Result, len(ms))
+	for i, m := range ms {
+		out[i].Receipt.ProviderID = "C" + strconv.FormatInt(m.ID, 10)
+	}
+	return out
 }

@@ -52,19 +52,31 @@ func (tx *Tx) EndFlowSender(ctx context.Context, flowID, gen int64) (bool, error
 	return n == 1, err
 }
 
-// FlowsWithQueuedMessages returns the flows that have queued messages,
-// with their brands (messages_flow_queue: one index walk).
-func (db *DB) FlowsWithQueuedMessages(ctx context.Context) (map[int64]int64, error) {
-	rows, err := db.query(ctx, `SELECT DISTINCT flow_id, brand_id FROM messages WHERE status = 'queued' AND flow_id IS NOT NULL`)
+// FlowsWithoutSender returns the flows, with their brands, that have
+// queued messages and no sender job that could still run: messages of a
+// version that sent each by a job of its own, or a sender River
+// discarded (its attempts ran out in a long outage or on an overloaded
+// node). Their messages would wait forever; the runner queues a sender
+// for each. The distinct flows come first (messages_flow_queue: one index
+// walk), so River's jobs are read once per flow, not per message.
+func (db *DB) FlowsWithoutSender(ctx context.Context) (map[int64]int64, error) {
+	argID := `json_extract(CAST(j.args AS TEXT), '$.flow_id')`
+	if db.engine == "postgres" {
+		argID = `(j.args->>'flow_id')::bigint`
+	}
+	rows, err := db.query(ctx, `SELECT q.flow_id, q.brand_id
+	FROM (SELECT DISTINCT flow_id, brand_id FROM messages WHERE status = 'queued' AND flow_id IS NOT NULL) q
+	WHERE NOT EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'send_flow'
+		AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled') AND `+argID+` = q.flow_id)`)
 	if err != nil {
-		return nil, fmt.Errorf("store: flows with queued messages: %w", err)
+		return nil, fmt.Errorf("store: flows without a sender: %w", err)
 	}
 	defer rows.Close()
 	out := map[int64]int64{}
 	for rows.Next() {
 		var flowID, brandID int64
 		if err := rows.Scan(&flowID, &brandID); err != nil {
-			return nil, fmt.Errorf("store: flows with queued messages: %w", err)
+			return nil, fmt.Errorf("store: flows without a sender: %w", err)
 		}
 		out[flowID] = brandID
 	}

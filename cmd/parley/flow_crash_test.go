@@ -95,7 +95,9 @@ func killMidFlows(t *testing.T, nodeEnv []string, newClient func(string, ...clie
 	}
 	waitFor := func(p *proc, what string, done func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(4 * time.Minute) // River's rescuer takes a killed node's job after a while
+		// River's rescuer takes a killed node's job after a while, and under
+		// -race on a loaded machine the rest of a stage takes minutes.
+		deadline := time.Now().Add(6 * time.Minute)
 		for !done() {
 			if time.Now().After(deadline) {
 				t.Fatalf("no %s:\n%s\n%s", what, tailOf(p.stderr.String()), flowState(t, db, f.ID))

@@ -330,6 +330,19 @@ func (e *Engine) EachUser(ctx context.Context, brandID int64, a store.Audience, 
 	return nil
 }
 
+// MemberIDs returns every member of a, by id, from one evaluation, or
+// ErrNotLoaded while the brand loads (the caller asks SQL). The ids are
+// the engine's snapshot, not the caller's transaction: a caller that
+// writes for them checks each again in it (store.Tx.SegmentEntrantsByID).
+func (e *Engine) MemberIDs(ctx context.Context, brandID int64, a store.Audience) ([]int64, error) {
+	b, rows, err := e.evaluate(ctx, brandID, a)
+	if err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	return e.memberIDs(b, rows, 0, int(rows.count())), nil
+}
+
 // Stats reports a brand's rows and estimated bytes in memory.
 func (e *Engine) Stats(brandID int64) (rows int, bytes int64, ok bool) {
 	b := e.state(brandID)

@@ -3,9 +3,11 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/audience"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -62,12 +64,28 @@ func (s *Service) ScanFlowTriggers(ctx context.Context) error {
 // scanSegmentFlow enters the contacts that started matching the flow's
 // segment since its last scan; the first scan after the flow became
 // active only records the members (D21: they do not enter).
+//
+// The members come from the audience engine, evaluated before the
+// transaction (it does not hold the writer meanwhile), and are checked
+// again in it (store.Tx.SegmentEntrantsByID); SQL evaluates them in the
+// transaction while the brand loads.
 func (s *Service) scanSegmentFlow(ctx context.Context, f store.ScanFlow) error {
+	members, err := s.aud.MemberIDs(ctx, f.BrandID, store.Audience{SegmentID: f.Trigger.SegmentID})
+	fromEngine := err == nil
+	if err != nil && !errors.Is(err, audience.ErrNotLoaded) && parley.ErrorCode(err) != parley.EValidation {
+		return err
+	}
 	return s.db.WithTx(ctx, func(tx *store.Tx) error {
 		if ok, err := tx.ClaimFlowScan(ctx, f); err != nil || !ok {
 			return err
 		}
-		ids, err := tx.SegmentEntrants(ctx, f)
+		var ids []int64
+		var err error
+		if fromEngine {
+			ids, err = tx.SegmentEntrantsByID(ctx, f, members)
+		} else {
+			ids, err = tx.SegmentEntrants(ctx, f)
+		}
 		if parley.ErrorCode(err) == parley.EValidation {
 			// The segment changed past D14's limits: no one can match.
 			s.logger.Warn("flows: a segment trigger cannot be evaluated", "flow_id", f.FlowID, "err", err)

@@ -107,6 +107,38 @@ func (tx *Tx) SegmentEntrants(ctx context.Context, f ScanFlow) ([]int64, error) 
 	return ids, nil
 }
 
+// SegmentEntrantsByID is SegmentEntrants with the segment's members
+// given: ids, from the audience engine's evaluation (another snapshot
+// than tx's). Each is checked again here, so no id the engine got wrong
+// enters: only the brand's live users are recorded, and the recorded
+// members not among ids are forgotten. A member the engine saw join or
+// leave just before this transaction counts as the engine saw it; the
+// next scan sees the rest.
+func (tx *Tx) SegmentEntrantsByID(ctx context.Context, f ScanFlow, ids []int64) ([]int64, error) {
+	list, arg := tx.idList(ids)
+	rows, err := tx.query(ctx, `INSERT INTO flow_segment_members (flow_id, user_id)
+	SELECT ?, u.id FROM users u WHERE u.brand_id = ? AND u.is_deleted = FALSE AND u.id IN (`+list+`)
+	ON CONFLICT DO NOTHING RETURNING user_id`, f.FlowID, f.BrandID, arg)
+	if err != nil {
+		return nil, fmt.Errorf("store: segment entrants: %w", err)
+	}
+	entered, err := collectIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: segment entrants: %w", err)
+	}
+	if _, err := tx.exec(ctx, `DELETE FROM flow_segment_members WHERE flow_id = ? AND user_id NOT IN (`+list+`)`,
+		f.FlowID, arg); err != nil {
+		return nil, fmt.Errorf("store: segment leavers: %w", err)
+	}
+	// A member deleted since the engine's evaluation left, as in
+	// SegmentEntrants (its query reads live users only).
+	if _, err := tx.exec(ctx, `DELETE FROM flow_segment_members WHERE flow_id = ? AND user_id IN (SELECT u.id FROM users u
+	WHERE u.brand_id = ? AND u.is_deleted = TRUE AND u.id IN (`+list+`))`, f.FlowID, f.BrandID, arg); err != nil {
+		return nil, fmt.Errorf("store: segment leavers: %w", err)
+	}
+	return entered, nil
+}
+
 // DateCandidates returns the brand's live contacts whose DATE field's day
 // and month fall within the three days from `from` (UTC calendar days, the
 // year ignored): those for whom a date trigger may come due within a day

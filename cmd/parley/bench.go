@@ -38,13 +38,14 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return bench.ServeTrivial(ctx, addr, stdout)
 	}
 	fs := newFlags("bench")
-	scenario := fs.String("scenario", bench.ScenarioMixed, "create-users, lookup, update, send, mixed (70 % reads, 25 % writes, 5 % sends), ceiling (a trivial net/http handler; with --self), segments (issue #16: imports --users contacts, default 1,000,000, into a database of its own as parley import does, then times a segment's count, preview and pages of 100 members in process; --criteria FILE for any segment), campaign (issue #21: seeds --users consenting contacts, default 100,000, sends them one campaign and times it from send_at to written and to delivered, with --probe-rate transactional messages a second timed while it drains), idle (issue #35: with --self, the server's CPU, and on PostgreSQL its backends', over --idle-window with no traffic; --waiting runs seeded first only when given), or flows (issue #33: an active flow triggered by subscribed, then --users consenting contacts, default 100,000, imported at once through POST /imports; times them entered, their welcomes written and delivered, with --probe-rate probes; then --waiting runs of a second flow waiting 30 days and the server's CPU over --idle-window)")
+	scenario := fs.String("scenario", bench.ScenarioMixed, "create-users, lookup, update, send, mixed (70 % reads, 25 % writes, 5 % sends), ceiling (a trivial net/http handler; with --self), segments (issue #16: imports --users contacts, default 1,000,000, into a database of its own as parley import does, with the node's audience engine running, then at once times a segment's counts for --first, and count, preview and pages of 100 members in process for --duration once the engine answers, and a new node's load of the brand; --criteria FILE for any segment), campaign (issue #21: seeds --users consenting contacts, default 100,000, sends them one campaign and times it from send_at to written and to delivered, with --probe-rate transactional messages a second timed while it drains), idle (issue #35: with --self, the server's CPU, and on PostgreSQL its backends', over --idle-window with no traffic; --waiting runs seeded first only when given), or flows (issue #33: an active flow triggered by subscribed, then --users consenting contacts, default 100,000, imported at once through POST /imports; times them entered, their welcomes written and delivered, with --probe-rate probes; then --waiting runs of a second flow waiting 30 days and the server's CPU over --idle-window)")
 	duration := fs.Duration("duration", 20*time.Second, "length of the timed run (seeding users before it is not timed)")
 	concurrency := fs.Int("concurrency", 64, "connections, and so requests in flight at most")
 	rate := fs.Float64("rate", 0, "open loop: requests per second on a fixed schedule, latency counted from each request's due time; 0 runs closed loop (each connection sends when answered)")
 	users := fs.Int("users", 1000, "users created before the run for lookup, update, send and mixed")
 	sqlOnly := fs.Bool("sql", false, "with --scenario segments: answer from the SQL path only, not the in-memory audience engine (issue #34)")
 	criteriaFile := fs.String("criteria", "", "with --scenario segments: a JSON file of the segment's criteria as POST /segments takes them (D14), over the seeded fields tier (STRING enum gold, silver, bronze), age (INTEGER) and note (STRING); default issue #16's segment")
+	first := fs.Duration("first", 30*time.Second, "with --scenario segments: how long after the import the counts are reported apart (SQL answers those the engine cannot yet)")
 	keep := fs.Bool("keep", false, "with --scenario segments: leave its database behind (the SQLite file or the PostgreSQL schema is printed) to study plans on it")
 	probeRate := fs.Float64("probe-rate", 10, "with --scenario campaign or flows: transactional messages a second sent while the messages drain")
 	waiting := fs.Int("waiting", 1000000, "with --scenario flows or idle and --self: runs seeded (in SQL) waiting on a 30-day step; 0 skips that part (idle: the default)")
@@ -87,7 +88,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 				return fmt.Errorf("bench: --criteria: %w", err)
 			}
 		}
-		res, err := bench.RunSegments(ctx, bench.SegmentOptions{DB: *db, Users: n, Duration: *duration, Progress: stderr, Criteria: criteria, Keep: *keep, SQL: *sqlOnly})
+		res, err := bench.RunSegments(ctx, bench.SegmentOptions{DB: *db, Users: n, Duration: *duration, Progress: stderr, Criteria: criteria, Keep: *keep, SQL: *sqlOnly, First: *first})
 		if err != nil {
 			return err
 		}

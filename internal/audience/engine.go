@@ -44,6 +44,10 @@ type Engine struct {
 	// WarmBrands is how many brands with segments Run loads when it
 	// starts, one at a time.
 	WarmBrands int
+	// Resized, when set, is told the bytes the engine holds after each
+	// load (serve raises its soft memory limit by them: a limit below the
+	// live heap would keep the collector running).
+	Resized func(bytes int64)
 
 	mu     sync.Mutex
 	brands map[int64]*brandState
@@ -236,6 +240,28 @@ func (e *Engine) EachUser(ctx context.Context, brandID int64, a store.Audience, 
 		}
 	}
 	return nil
+}
+
+// resized tells Resized the bytes of every brand in memory.
+func (e *Engine) resized() {
+	if e.Resized == nil {
+		return
+	}
+	e.mu.Lock()
+	states := make([]*brandState, 0, len(e.brands))
+	for _, b := range e.brands {
+		states = append(states, b)
+	}
+	e.mu.Unlock()
+	var n int64
+	for _, b := range states {
+		b.mu.Lock()
+		if b.t != nil {
+			n += b.t.bytes()
+		}
+		b.mu.Unlock()
+	}
+	e.Resized(n)
 }
 
 // Stats reports a brand's rows and estimated bytes in memory.

@@ -105,6 +105,7 @@ func (e *Engine) ready(ctx context.Context, brandID int64) (*brandState, error) 
 func (e *Engine) fill(ctx context.Context, brandID int64, b *brandState) {
 	start := time.Now()
 	t, pos, err := e.read(ctx, brandID)
+	defer e.resized()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.loading = false

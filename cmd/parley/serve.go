@@ -146,6 +146,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer a.Close()
+	if getenv("GOMEMLIMIT") == "" {
+		// The audience engine's brands are live heap: the soft limit rises
+		// with them, or the collector would run without end (issue #34).
+		a.Service.Audience().Resized = func(n int64) { debug.SetMemoryLimit(gcLimit + n + n/4) }
+	}
 	extractor.Bind(a.DB)
 	if err := firstRun(ctx, a, baseURL, stdout); err != nil {
 		ln.Close()
@@ -288,6 +293,9 @@ func pprofHandler() http.Handler {
 	return mux
 }
 
+// gcLimit is serve's soft memory limit before the audience engine's.
+const gcLimit = 100 << 20
+
 // tuneGC trades memory the service does not use for CPU it does: the
 // collector runs at 4× the live heap (not 2×) until the heap nears 100 MiB,
 // then as often as it must. Measured on `parley bench --scenario lookup`:
@@ -298,6 +306,6 @@ func tuneGC(getenv func(string) string) {
 		debug.SetGCPercent(400)
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(100 << 20)
+		debug.SetMemoryLimit(gcLimit)
 	}
 }

@@ -161,6 +161,9 @@ type App struct {
 
 	stop context.CancelFunc
 	done chan struct{}
+	// audStop ends the audience engine's warm-up and catch-ups (Start).
+	audStop context.CancelFunc
+	audDone chan struct{}
 
 	// tracer is nil unless OTEL_* variables turn tracing on.
 	tracer tracer
@@ -351,6 +354,16 @@ func (l *lateQueue) EnqueueImport(ctx context.Context, tx *sql.Tx, brandID, impo
 // Start runs the background work of the node's role: the job workers and,
 // with the sim provider, its status reports. Stop ends them.
 func (a *App) Start(ctx context.Context) error {
+	if a.Config.Role != "worker" && a.audStop == nil {
+		// Nodes that answer segment questions load the brands with segments
+		// and keep them current (issue #34).
+		actx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		a.audStop, a.audDone = stop, make(chan struct{})
+		go func() {
+			defer close(a.audDone)
+			a.Service.Audience().Run(actx)
+		}()
+	}
 	if a.Config.Role == "api" {
 		return nil
 	}
@@ -386,6 +399,11 @@ func (a *App) Start(ctx context.Context) error {
 // Stop lets running deliveries finish (until ctx ends) and stops the
 // background work.
 func (a *App) Stop(ctx context.Context) error {
+	if a.audStop != nil {
+		a.audStop()
+		<-a.audDone
+		a.audStop = nil
+	}
 	if a.stop == nil {
 		return nil
 	}
@@ -416,7 +434,7 @@ func OpenDB(ctx context.Context, dsn string, opt store.Options) (*store.DB, erro
 // Close releases everything Open acquired.
 func (a *App) Close() error {
 	var errs []error
-	if a.stop != nil {
+	if a.stop != nil || a.audStop != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		errs = append(errs, a.Stop(ctx))
 		cancel()

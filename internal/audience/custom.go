@@ -37,7 +37,9 @@ type customCol struct {
 	list map[int32][]item
 }
 
-func (c *customCol) set(i int, v json.RawMessage) {
+// set stores the JSON value v at row i; scratch is the caller's buffer
+// for lowering text.
+func (c *customCol) set(i int, v []byte, scratch *[]byte) {
 	k, num, s, items := parseValue(v)
 	if k == kMissing && i >= len(c.kind) {
 		return
@@ -57,7 +59,8 @@ func (c *customCol) set(i int, v json.RawMessage) {
 		if c.str == nil {
 			c.str = newTextCol()
 		}
-		c.str.set(i, s, true)
+		*scratch = lowerAppend((*scratch)[:0], s)
+		c.str.setBytes(i, *scratch, true)
 	case kArray:
 		if c.list == nil {
 			c.list = map[int32][]item{}
@@ -75,7 +78,7 @@ func (c *customCol) set(i int, v json.RawMessage) {
 // clear makes row i missing.
 func (c *customCol) clear(i int) {
 	if i < len(c.kind) && c.kind[i] != kMissing {
-		c.set(i, nil)
+		c.set(i, nil, nil)
 	}
 }
 
@@ -110,53 +113,89 @@ func (c *customCol) bytes() int64 {
 	return n
 }
 
-// parseValue reads one JSON value as the SQL compiler's tests see it.
-func parseValue(v json.RawMessage) (k uint8, num float64, s string, items []item) {
+// parseValue reads one JSON value as the SQL compiler's tests see it; a
+// string's text (not lowered) may share v's bytes.
+func parseValue(v []byte) (k uint8, num float64, s []byte, items []item) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
-		return kMissing, 0, "", nil
+		return kMissing, 0, nil, nil
 	}
 	switch v[0] {
 	case 'n':
-		return kMissing, 0, "", nil
+		return kMissing, 0, nil, nil
 	case 't':
-		return kTrue, 0, "", nil
+		return kTrue, 0, nil, nil
 	case 'f':
-		return kFalse, 0, "", nil
+		return kFalse, 0, nil, nil
 	case '"':
-		return kString, 0, asciiLower(jsonString(v)), nil
+		return kString, 0, jsonBytes(v), nil
 	case '{':
-		return kObject, 0, "", nil
+		return kObject, 0, nil, nil
 	case '[':
 		var raw []json.RawMessage
 		if json.Unmarshal(v, &raw) != nil {
-			return kMissing, 0, "", nil
+			return kMissing, 0, nil, nil
 		}
 		items = make([]item, 0, len(raw))
 		for _, e := range raw {
 			ek, en, es, _ := parseValue(e)
 			switch ek {
 			case kString:
-				items = append(items, item{str: true, s: es})
+				items = append(items, item{str: true, s: string(lowerAppend(nil, es))})
 			case kNumber, kNumber0, kNumber1:
 				items = append(items, item{num: true, n: en})
 			default:
 				items = append(items, item{})
 			}
 		}
-		return kArray, 0, "", items
+		return kArray, 0, nil, items
 	}
-	f, err := strconv.ParseFloat(string(v), 64)
+	f, err := parseJSONNumber(v)
 	if err != nil {
-		return kMissing, 0, "", nil
+		return kMissing, 0, nil, nil
 	}
 	switch string(v) {
 	case "0":
-		return kNumber0, f, "", nil
+		return kNumber0, f, nil, nil
 	case "1":
-		return kNumber1, f, "", nil
+		return kNumber1, f, nil, nil
 	}
-	return kNumber, f, "", nil
+	return kNumber, f, nil, nil
+}
+
+// parseJSONNumber reads a JSON number; a small integer (most custom data)
+// without strconv's conversion to a string.
+func parseJSONNumber(v []byte) (float64, error) {
+	if len(v) > 0 && len(v) < 16 {
+		n, neg, digits := 0.0, v[0] == '-', v
+		if neg {
+			digits = v[1:]
+		}
+		ok := len(digits) > 0 && (digits[0] != '0' || len(digits) == 1)
+		for _, c := range digits {
+			if c < '0' || c > '9' {
+				ok = false
+				break
+			}
+			n = n*10 + float64(c-'0')
+		}
+		if ok {
+			if neg {
+				n = -n
+			}
+			return n, nil
+		}
+	}
+	return strconv.ParseFloat(string(v), 64)
+}
+
+// jsonBytes is a JSON string literal's text: its bytes without escapes,
+// else decoded.
+func jsonBytes(v []byte) []byte {
+	if bytes.IndexByte(v, '\\') < 0 && len(v) >= 2 {
+		return v[1 : len(v)-1]
+	}
+	return []byte(jsonString(v))
 }
 
 // jsonString decodes a JSON string literal; one without escapes is its
@@ -174,18 +213,17 @@ func jsonString(v []byte) string {
 // anything else has none. Custom data is a flat object written by the
 // server, so it is scanned in place (a load parses a million of them);
 // anything the scanner does not expect goes to encoding/json.
-func eachMember(doc []byte, fn func(key string, v json.RawMessage)) {
+func eachMember(doc []byte, fn func(key, v []byte)) {
 	doc = bytes.TrimSpace(doc)
 	if len(doc) == 0 || doc[0] != '{' {
 		return
 	}
 	type member struct {
-		key string
-		v   json.RawMessage
+		key, v []byte
 	}
 	var members [16]member
 	found := members[:0]
-	if scanObject(doc, func(k string, v []byte) { found = append(found, member{k, v}) }) {
+	if scanObject(doc, func(k, v []byte) { found = append(found, member{k, v}) }) {
 		for _, m := range found {
 			fn(m.key, m.v)
 		}
@@ -196,14 +234,14 @@ func eachMember(doc []byte, fn func(key string, v json.RawMessage)) {
 		return
 	}
 	for k, v := range m {
-		fn(k, v)
+		fn([]byte(k), v)
 	}
 }
 
 // scanObject walks {"key": value, …}, reporting false at anything
 // unexpected; fn may have seen some members by then, so the caller
 // buffers them.
-func scanObject(doc []byte, fn func(key string, v []byte)) bool {
+func scanObject(doc []byte, fn func(key, v []byte)) bool {
 	i := skipSpace(doc, 1)
 	if i < len(doc) && doc[i] == '}' {
 		return skipSpace(doc, i+1) == len(doc)
@@ -216,7 +254,7 @@ func scanObject(doc []byte, fn func(key string, v []byte)) bool {
 		if end < 0 {
 			return false
 		}
-		key := jsonString(doc[i:end])
+		key := jsonBytes(doc[i:end])
 		i = skipSpace(doc, end)
 		if i >= len(doc) || doc[i] != ':' {
 			return false

@@ -23,7 +23,8 @@ func TestEachMemberScansAsEncodingJSON(t *testing.T) {
 			}
 		}
 		got := map[string]string{}
-		eachMember([]byte(doc), func(k string, v json.RawMessage) {
+		eachMember([]byte(doc), func(kb, v []byte) {
+			k := string(kb)
 			var a, b any
 			json.Unmarshal(v, &a)
 			json.Unmarshal([]byte(want[k]), &b)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -29,24 +30,53 @@ type Engine struct {
 	Eager bool
 	// Off leaves every answer to SQL (tests of the SQL path's limits).
 	Off bool
-	// MaxBehind is how many changed users a catch-up reads in a request;
-	// more (a bulk import), and the brand is read again in the background.
+	// MaxBehind is how many changed users a catch-up reads at once; a
+	// request finding more (a bulk import) leaves the catch-up to the
+	// background, and SQL answers meanwhile.
 	MaxBehind int
-	// MaxIdle is how long a brand may go without a catch-up before it is
-	// read again: the change log keeps an hour (store.PurgeExpired).
+	// MaxIdle is how long a brand may go without a question before its
+	// memory is given back (Run), and without a catch-up before it is read
+	// again: the change log keeps an hour (store.PurgeExpired).
 	MaxIdle time.Duration
+	// FollowEvery is how often Run catches up the loaded brands, so a
+	// question finds its brand current even after a bulk import.
+	FollowEvery time.Duration
+	// WarmBrands is how many brands with segments Run loads when it
+	// starts, one at a time.
+	WarmBrands int
+	// Resized, when set, is told the bytes the engine holds after each
+	// load (serve raises its soft memory limit by them: a limit below the
+	// live heap would keep the collector running).
+	Resized func(bytes int64)
 
 	mu     sync.Mutex
 	brands map[int64]*brandState
+	// fromMemory and fromSQL count the answers of each path (Answers).
+	fromMemory, fromSQL atomic.Int64
+}
+
+// Answers reports how many questions the engine answered from memory and
+// how many it left to SQL (a brand loading or far behind).
+func (e *Engine) Answers() (memory, sql int64) { return e.fromMemory.Load(), e.fromSQL.Load() }
+
+// answered counts an answer by its path: err is evaluate's.
+func (e *Engine) answered(err error) {
+	if errors.Is(err, ErrNotLoaded) {
+		e.fromSQL.Add(1)
+	} else if err == nil {
+		e.fromMemory.Add(1)
+	}
 }
 
 type brandState struct {
-	mu      sync.Mutex // held by a load, a catch-up and an evaluation
-	t       *table
-	pos     int64
-	caught  time.Time
-	loading bool
-	failed  time.Time
+	mu         sync.Mutex // held by a load's last step, a catch-up and an evaluation
+	t          *table
+	pos        int64
+	caught     time.Time // the last catch-up
+	used       time.Time // the last question (or warm load)
+	loading    bool      // a load in the background (t is nil)
+	refreshing bool      // a catch-up in the background (t answers)
+	failed     time.Time
 }
 
 // New returns an engine over db.
@@ -54,7 +84,8 @@ func New(db *store.DB, logger *slog.Logger) *Engine {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{db: db, Logger: logger, MaxBehind: 20_000, MaxIdle: 30 * time.Minute, brands: map[int64]*brandState{}}
+	return &Engine{db: db, Logger: logger, MaxBehind: 20_000, MaxIdle: 30 * time.Minute,
+		FollowEvery: 2 * time.Second, WarmBrands: 8, brands: map[int64]*brandState{}}
 }
 
 // ErrNotLoaded says the brand is not in memory yet: the caller asks SQL.
@@ -69,129 +100,6 @@ func (e *Engine) state(brandID int64) *brandState {
 		e.brands[brandID] = b
 	}
 	return b
-}
-
-// Load reads the brand into memory now (whatever was there).
-func (e *Engine) Load(ctx context.Context, brandID int64) error {
-	b := e.state(brandID)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return e.load(ctx, brandID, b)
-}
-
-// read reads the brand into a new table, and the position to catch up
-// from. The position is taken first: a change after it is read again at
-// the next catch-up.
-func (e *Engine) read(ctx context.Context, brandID int64) (*table, int64, error) {
-	pos, err := e.db.AudiencePosition(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	t := newTable()
-	if err := e.db.EachAudienceRow(ctx, brandID, func(r *store.AudienceRow) error { t.put(r); return nil }); err != nil {
-		return nil, 0, err
-	}
-	t.sort()
-	return t, pos, nil
-}
-
-// load reads the brand in place; b.mu is held.
-func (e *Engine) load(ctx context.Context, brandID int64, b *brandState) error {
-	t, pos, err := e.read(ctx, brandID)
-	if err != nil {
-		return err
-	}
-	b.t, b.pos, b.caught = t, pos, time.Now()
-	return nil
-}
-
-// ready returns the brand's state caught up to now, locked (the caller
-// unlocks), or ErrNotLoaded after starting a load in the background: a
-// brand not yet read, idle for longer than the change log keeps, or too
-// far behind to catch up within a request (a bulk import).
-func (e *Engine) ready(ctx context.Context, brandID int64) (*brandState, error) {
-	if e.Off {
-		return nil, ErrNotLoaded
-	}
-	b := e.state(brandID)
-	b.mu.Lock()
-	if b.t != nil && time.Since(b.caught) > e.MaxIdle {
-		b.t = nil // the log may have been purged past b.pos
-	}
-	if b.t != nil {
-		far, err := e.catchUp(ctx, brandID, b)
-		if err != nil {
-			b.mu.Unlock()
-			return nil, err
-		}
-		if !far {
-			return b, nil
-		}
-		b.t = nil // its memory goes before the new table is read
-	}
-	if e.Eager {
-		if err := e.load(ctx, brandID, b); err != nil {
-			b.mu.Unlock()
-			return nil, err
-		}
-		return b, nil
-	}
-	if !b.loading && time.Since(b.failed) > time.Minute {
-		b.loading = true
-		go e.loadInBackground(brandID, b)
-	}
-	b.mu.Unlock()
-	return nil, ErrNotLoaded
-}
-
-// loadInBackground reads the brand without holding it: SQL answers
-// meanwhile.
-func (e *Engine) loadInBackground(brandID int64, b *brandState) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	start := time.Now()
-	t, pos, err := e.read(ctx, brandID)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.loading = false
-	if err != nil {
-		b.failed = time.Now()
-		e.Logger.LogAttrs(ctx, slog.LevelWarn, "audience: load failed; SQL answers", slog.Int64("brand_id", brandID), slog.Any("err", err))
-		return
-	}
-	b.t, b.pos, b.caught = t, pos, time.Now()
-	e.Logger.LogAttrs(ctx, slog.LevelInfo, "audience: brand loaded", slog.Int64("brand_id", brandID),
-		slog.Int("users", t.n), slog.Int64("bytes", t.bytes()), slog.Duration("took", time.Since(start)))
-}
-
-// catchUp re-reads the users changed since b.pos; b.mu is held. far says
-// there were more than MaxBehind: nothing was read.
-func (e *Engine) catchUp(ctx context.Context, brandID int64, b *brandState) (far bool, err error) {
-	ids, next, err := e.db.AudienceChanges(ctx, brandID, b.pos, e.MaxBehind)
-	if err != nil {
-		return false, err
-	}
-	if len(ids) > e.MaxBehind {
-		return true, nil
-	}
-	if len(ids) > 0 {
-		found := make(map[int64]bool, len(ids))
-		if err := e.db.AudienceRowsByID(ctx, brandID, ids, func(r *store.AudienceRow) error {
-			b.t.put(r)
-			found[r.ID] = true
-			return nil
-		}); err != nil {
-			return false, err
-		}
-		for _, id := range ids {
-			if !found[id] {
-				b.t.gone(id)
-			}
-		}
-		b.t.sort()
-	}
-	b.pos, b.caught = next, time.Now()
-	return false, nil
 }
 
 // evaluate resolves a (the SQL compiler's checks and errors) and returns
@@ -231,6 +139,7 @@ func (e *Engine) evaluate(ctx context.Context, brandID int64, a store.Audience) 
 // while the brand loads. Errors as store.CountAudience.
 func (e *Engine) Count(ctx context.Context, brandID int64, a store.Audience) (int64, error) {
 	b, rows, err := e.evaluate(ctx, brandID, a)
+	e.answered(err)
 	if errors.Is(err, ErrNotLoaded) {
 		return e.db.CountAudience(ctx, brandID, a)
 	}
@@ -269,6 +178,7 @@ func lowerBound(ids []int64, id int64) int {
 // as store.AudienceUsers.
 func (e *Engine) Users(ctx context.Context, brandID int64, a store.Audience, afterID int64, limit int) ([]*parley.User, error) {
 	b, rows, err := e.evaluate(ctx, brandID, a)
+	e.answered(err)
 	if errors.Is(err, ErrNotLoaded) {
 		return e.db.AudienceUsers(ctx, brandID, a, afterID, limit)
 	}
@@ -284,6 +194,7 @@ func (e *Engine) Users(ctx context.Context, brandID int64, a store.Audience, aft
 // evaluation (a preview).
 func (e *Engine) CountAndUsers(ctx context.Context, brandID int64, a store.Audience, limit int) (int64, []*parley.User, error) {
 	b, rows, err := e.evaluate(ctx, brandID, a)
+	e.answered(err)
 	if errors.Is(err, ErrNotLoaded) {
 		n, err := e.db.CountAudience(ctx, brandID, a)
 		if err != nil {
@@ -306,6 +217,7 @@ func (e *Engine) CountAndUsers(ctx context.Context, brandID int64, a store.Audie
 // evaluation.
 func (e *Engine) EachUser(ctx context.Context, brandID int64, a store.Audience, fn func(*parley.User) error) error {
 	b, rows, err := e.evaluate(ctx, brandID, a)
+	e.answered(err)
 	if errors.Is(err, ErrNotLoaded) {
 		return e.db.EachAudienceUser(ctx, brandID, a, fn)
 	}
@@ -341,6 +253,28 @@ func (e *Engine) MemberIDs(ctx context.Context, brandID int64, a store.Audience)
 	}
 	defer b.mu.Unlock()
 	return e.memberIDs(b, rows, 0, int(rows.count())), nil
+}
+
+// resized tells Resized the bytes of every brand in memory.
+func (e *Engine) resized() {
+	if e.Resized == nil {
+		return
+	}
+	e.mu.Lock()
+	states := make([]*brandState, 0, len(e.brands))
+	for _, b := range e.brands {
+		states = append(states, b)
+	}
+	e.mu.Unlock()
+	var n int64
+	for _, b := range states {
+		b.mu.Lock()
+		if b.t != nil {
+			n += b.t.bytes()
+		}
+		b.mu.Unlock()
+	}
+	e.Resized(n)
 }
 
 // Stats reports a brand's rows and estimated bytes in memory.

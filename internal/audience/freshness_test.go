@@ -118,7 +118,7 @@ func TestPurgeKeepsRecentChanges(t *testing.T) {
 	if _, err := db.PurgeExpired(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ids, _, err := db.AudienceChanges(ctx, b, pos, 10)
+	ids, _, _, err := db.AudienceChanges(ctx, b, pos, 10)
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("changes after a purge: %v, %v; want the one user", ids, err)
 	}

@@ -2,7 +2,6 @@ package audience
 
 import (
 	"database/sql"
-	"encoding/json"
 	"slices"
 	"sort"
 
@@ -60,6 +59,7 @@ type table struct {
 	inbound  []int64
 	outbound []int64
 	custom   map[string]*customCol
+	scratch  []byte // put's lowered text
 }
 
 func newTable() *table {
@@ -68,6 +68,20 @@ func newTable() *table {
 		t.text[i] = newTextCol()
 	}
 	return t
+}
+
+// reserve makes room for n rows in the columns every row has.
+func (t *table) reserve(n int) {
+	t.ids = slices.Grow(t.ids, n)
+	t.live = slices.Grow(t.live, n/64+1)
+	for s := range t.stamp {
+		t.stamp[s] = slices.Grow(t.stamp[s], n)
+	}
+	t.consent = slices.Grow(t.consent, n)
+	t.inbound, t.outbound = slices.Grow(t.inbound, n), slices.Grow(t.outbound, n)
+	for _, c := range t.text {
+		c.codes = slices.Grow(c.codes, n)
+	}
 }
 
 // row finds id's row, or −1.
@@ -109,10 +123,10 @@ func (t *table) put(r *store.AudienceRow) {
 	} else {
 		t.live.set(i)
 	}
-	for c, s := range [nText]string{r.FirstName, r.LastName, r.Email, r.Phone, r.DateOfBirth, r.PostalCode,
-		r.City, r.County, r.State, r.StateCode, r.TimeZone} {
+	for c, s := range r.Text {
 		// A contact field null or "" is missing (D14).
-		t.text[c].set(i, asciiLower(s), s != "")
+		t.scratch = lowerAppend(t.scratch[:0], s)
+		t.text[c].setBytes(i, t.scratch, len(s) > 0)
 	}
 	t.stamp[sDateCreated][i] = r.DateCreated
 	for s, v := range [...]sql.NullInt64{sLastInbound: r.LastInbound, sLastOutbound: r.LastOutbound, sLastDelivered: r.LastDelivered} {
@@ -137,15 +151,15 @@ func (t *table) put(r *store.AudienceRow) {
 	if !added {
 		seen = map[string]bool{}
 	}
-	eachMember(r.CustomData, func(key string, v json.RawMessage) {
-		c := t.custom[key]
+	eachMember(r.CustomData, func(key, v []byte) {
+		c := t.custom[string(key)]
 		if c == nil {
 			c = &customCol{}
-			t.custom[key] = c
+			t.custom[string(key)] = c
 		}
-		c.set(i, v)
+		c.set(i, v, &t.scratch)
 		if seen != nil {
-			seen[key] = true
+			seen[string(key)] = true
 		}
 	})
 	if seen != nil {
@@ -155,6 +169,22 @@ func (t *table) put(r *store.AudienceRow) {
 			}
 		}
 	}
+}
+
+// apply stores rows read for the changed users ids (rows of users no
+// longer in the brand are missing: they go), in id order.
+func (t *table) apply(ids []int64, rows []store.AudienceRow) {
+	found := make(map[int64]bool, len(rows))
+	for i := range rows {
+		t.put(&rows[i])
+		found[rows[i].ID] = true
+	}
+	for _, id := range ids {
+		if !found[id] {
+			t.gone(id)
+		}
+	}
+	t.sort()
 }
 
 // gone marks id's row deleted (a user removed from the table).

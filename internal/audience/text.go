@@ -73,10 +73,40 @@ func (c *textCol) set(i int, s string, ok bool) {
 	c.arena = append(c.arena, s...)
 }
 
+// setBytes is set of bytes the column does not keep (lowered already):
+// a value already in the dictionary costs no allocation.
+func (c *textCol) setBytes(i int, b []byte, ok bool) {
+	if !c.plain {
+		var code uint32
+		if ok {
+			var found bool
+			if code, found = c.index[string(b)]; !found {
+				c.set(i, string(b), ok)
+				return
+			}
+		}
+		for len(c.codes) <= i {
+			c.codes = append(c.codes, 0)
+		}
+		c.codes[i] = code
+		return
+	}
+	for len(c.off) <= i {
+		c.off = append(c.off, 0)
+		c.ln = append(c.ln, missingLen)
+	}
+	if !ok {
+		c.ln[i] = missingLen
+		return
+	}
+	c.off[i], c.ln[i] = uint32(len(c.arena)), uint32(len(b))
+	c.arena = append(c.arena, b...)
+}
+
 func (c *textCol) toPlain() {
 	c.plain = true
-	c.off = make([]uint32, len(c.codes))
-	c.ln = make([]uint32, len(c.codes))
+	c.off = make([]uint32, len(c.codes), cap(c.codes))
+	c.ln = make([]uint32, len(c.codes), cap(c.codes))
 	for i, code := range c.codes {
 		if code == 0 {
 			c.ln[i] = missingLen
@@ -158,6 +188,17 @@ func (c *textCol) bytes() int64 {
 		return n + int64(len(c.index))*40
 	}
 	return int64(len(c.arena)) + int64(len(c.off))*8
+}
+
+// lowerAppend appends b to dst with ASCII letters folded.
+func lowerAppend(dst, b []byte) []byte {
+	for _, ch := range b {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		dst = append(dst, ch)
+	}
+	return dst
 }
 
 // asciiLower folds ASCII letters only, as the SQL compiler does.

@@ -28,9 +28,13 @@ func TestRunSegmentsCriteriaFile(t *testing.T) {
 		dbs = append(dbs, pg)
 	}
 	for _, db := range dbs {
-		res, err := RunSegments(t.Context(), SegmentOptions{DB: db, Users: n, Duration: 50 * time.Millisecond, Criteria: criteria})
+		res, err := RunSegments(t.Context(), SegmentOptions{DB: db, Users: n, Duration: 50 * time.Millisecond, First: 50 * time.Millisecond, Criteria: criteria})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if res.EngineAnswerS < 0 || res.FirstCounts == 0 || res.LoadS == 0 {
+			t.Errorf("%s: the engine answered after %v s, %d counts in the first window, a node's load %v s; want an answer, counts and a load",
+				res.Engine, res.EngineAnswerS, res.FirstCounts, res.LoadS)
 		}
 		if res.Members != want || res.Messages != n/10 || res.Counts == 0 || res.Previews == 0 || res.Pages == 0 {
 			t.Errorf("%s: %d members, %d messages, %d/%d/%d counts/previews/pages; want %d members, %d messages, each measured",

@@ -106,6 +106,9 @@ func (im *Importer) RunImport(ctx context.Context, brandID, id int64, opt RunOpt
 		}
 		if eof {
 			im.s.blob.Delete(context.WithoutCancel(ctx), rec.BlobKey)
+			// This node's audience engine catches the brand up now, not at
+			// its next question (issue #34); other nodes' follow the log.
+			im.s.aud.Changed(brandID)
 			return true, nil
 		}
 		if !opt.Until.IsZero() && time.Now().After(opt.Until) {

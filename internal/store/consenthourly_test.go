@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -67,5 +68,48 @@ func TestHistoryCountsConsentHourly(t *testing.T) {
 		if want := []int64{0, c.out, 0}; !slices.Equal(outs, want) {
 			t.Errorf("brand %d opt-outs %v, want %v", c.brand, outs, want)
 		}
+	}
+}
+
+// TestHistoryInsertInChunks: an insert larger than one statement's chunk
+// stores every entry, in order, and counts every consent once.
+func TestHistoryInsertInChunks(t *testing.T) {
+	t.Parallel()
+	db := mustOpenDB(t)
+	brand := mustBrand(t, db)
+	u := &parley.User{BrandID: brand, PhoneNumber: "+14155552671"}
+	if err := insertUser(t, db, u); err != nil {
+		t.Fatal(err)
+	}
+	const n = 4001
+	entries := make([]parley.HistoryEntry, n)
+	for i := range entries {
+		entries[i] = parley.HistoryEntry{UserID: u.ID, Field: parley.HistoryFieldConsent, NewValue: []byte("true")}
+		if i%2 == 1 {
+			entries[i].Field, entries[i].NewValue = parley.HistoryFieldCustomData+"n", []byte(strconv.Itoa(i))
+		}
+	}
+	ctx := t.Context()
+	if err := db.WithTx(ctx, func(tx *store.Tx) error { return tx.InsertHistory(ctx, brand, entries) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.ListHistory(ctx, brand, u.ID, "", 0, n+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("%d entries, want %d", len(got), n)
+	}
+	for i, e := range got {
+		if e.Field != entries[i].Field || string(e.NewValue) != string(entries[i].NewValue) {
+			t.Fatalf("entry %d: %s %s, want %s %s", i, e.Field, e.NewValue, entries[i].Field, entries[i].NewValue)
+		}
+	}
+	ins, _, err := db.HourlyConsent(ctx, brand, got[0].OccurredAt.Truncate(time.Hour), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins[0] != (n+1)/2 {
+		t.Errorf("opt-ins %d, want %d", ins[0], (n+1)/2)
 	}
 }

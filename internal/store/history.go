@@ -9,6 +9,12 @@ import (
 	"github.com/parleyhq/parley"
 )
 
+// historyChunk bounds the entries of one insert: an import's batch of
+// 500 new contacts with consent and three custom values writes its 2,000
+// entries in one statement (18,000 parameters, inside both engines'
+// limits) rather than four (issue #35).
+const historyChunk = 2000
+
 const historyColumns = `id, user_id, field, old_value, new_value, source, detail, message_id, occurred_at`
 
 // InsertHistory appends entries to the contacts' history (D18) at the
@@ -21,8 +27,8 @@ func (tx *Tx) InsertHistory(ctx context.Context, brandID int64, entries []parley
 		o.Source = parley.SourceAPI
 	}
 	var ins, outs int64
-	for start := 0; start < len(entries); start += insertChunk {
-		batch := entries[start:min(start+insertChunk, len(entries))]
+	for start := 0; start < len(entries); start += historyChunk {
+		batch := entries[start:min(start+historyChunk, len(entries))]
 		var q strings.Builder
 		q.WriteString(`INSERT INTO user_history (brand_id, user_id, field, old_value, new_value, source, detail,
 	message_id, occurred_at) VALUES `)

@@ -45,6 +45,10 @@ const (
 	// million contacts) instead of looking it up; UsersByEmail sorts.
 	qUsersByEmail = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE
 		AND lower(email_address) = ? LIMIT ?`
+	// PostgreSQL's: users_brand_email_c is its only index of the email
+	// (migration 00052), and equal texts are equal in "C" too.
+	qUsersByEmailPG = `SELECT ` + userColumns + ` FROM users WHERE brand_id = ? AND is_deleted = FALSE
+		AND (lower(email_address) COLLATE "C") = ? LIMIT ?`
 	qCountContacts = `SELECT messaging_consent, count(*) FROM users
 		WHERE brand_id = ? AND is_deleted = FALSE GROUP BY messaging_consent`
 )
@@ -76,9 +80,13 @@ func (db *DB) UsersByPhoneRange(ctx context.Context, brandID int64, lo, hi strin
 }
 
 // UsersByEmail returns contacts whose email, lower-cased, is email
-// (users_brand_email).
+// (users_brand_email; on PostgreSQL users_brand_email_c).
 func (db *DB) UsersByEmail(ctx context.Context, brandID int64, email string, limit int) ([]*parley.User, error) {
-	us, err := db.users(ctx, qUsersByEmail, brandID, email, limit)
+	q := qUsersByEmail
+	if db.engine == "postgres" {
+		q = qUsersByEmailPG
+	}
+	us, err := db.users(ctx, q, brandID, email, limit)
 	slices.SortFunc(us, func(a, b *parley.User) int { return cmp.Compare(a.ID, b.ID) })
 	return us, err
 }
@@ -120,7 +128,7 @@ type ContactCounts struct {
 }
 
 // CountContacts counts the brand's live contacts by consent, from
-// users_brand_consent alone.
+// users_brand_consent alone (on PostgreSQL users_brand_consent_id).
 func (db *DB) CountContacts(ctx context.Context, brandID int64) (ContactCounts, error) {
 	var c ContactCounts
 	rows, err := db.query(ctx, qCountContacts, brandID)

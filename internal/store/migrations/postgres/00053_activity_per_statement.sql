@@ -26,6 +26,15 @@
 -- only by these triggers, which now log the change themselves; a future
 -- writer of those columns must log it too.
 --
+-- users gets fillfactor 80: a message's delivered report changes only
+-- last_delivered_at, which no index reads, so with room on the page the
+-- contact's new version is a HOT update (no entry in users' 14 indexes);
+-- without it every report wrote 14 index entries (scratch, 500 reports:
+-- 276 ms before, 94 – 129 ms after, load 20). Its sent write moves
+-- last_outbound_at, which the inbox's indexes read, and stays a full
+-- update. Pages written before this migration fill to 100 % until the
+-- table is rewritten (VACUUM FULL, CLUSTER).
+--
 -- Inserts and deletes keep their row triggers: an insert that counts (an
 -- inbound message) is one row, and queued inserts must not pay for a
 -- transition table.
@@ -132,8 +141,10 @@ CREATE TRIGGER messages_activity_delete AFTER DELETE ON messages FOR EACH ROW
 CREATE TRIGGER messages_activity_update AFTER UPDATE ON messages
 	REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
 	FOR EACH STATEMENT EXECUTE FUNCTION messages_activity_statement();
+ALTER TABLE users SET (fillfactor = 80);
 
 -- +goose Down
+ALTER TABLE users RESET (fillfactor);
 DROP TRIGGER messages_activity_update ON messages;
 DROP TRIGGER messages_activity_delete ON messages;
 DROP TRIGGER messages_activity_insert ON messages;

@@ -51,6 +51,9 @@ type CampaignResult struct {
 	ProbesLate     int     `json:"probes_not_delivered"`
 	PeakRSSMiB     float64 `json:"server_peak_rss_mib,omitempty"`
 	ServerCPUS     float64 `json:"server_cpu_s,omitempty"`
+	// BackendCPUS is the CPU of the server's PostgreSQL backends over the
+	// same span as ServerCPUS (issue #35: the database's work per message).
+	BackendCPUS float64 `json:"pg_backend_cpu_s,omitempty"`
 }
 
 // campaign is the campaign as the run last read it.
@@ -105,8 +108,12 @@ func RunCampaign(ctx context.Context, o Options, probeRate float64) (*CampaignRe
 		return nil, fmt.Errorf("creating the segment: %w", err)
 	}
 	var cpu0 usage
+	var backends *backendMeter
 	if o.Server != nil {
 		cpu0, _ = o.Server.usage()
+		if backends, err = o.Server.meterBackends(ctx); err != nil {
+			return nil, err
+		}
 	}
 	sendAt := time.Now().Add(campaignLead).UTC().Truncate(time.Second)
 	created, err := c.CreateCampaign(ctx, parley.CampaignCreate{Name: parley.Some("Bench " + r.runID), SegmentID: parley.Some(seg.ID),
@@ -166,6 +173,7 @@ func RunCampaign(ctx context.Context, o Options, probeRate float64) (*CampaignRe
 		if u, err := o.Server.usage(); err == nil {
 			res.PeakRSSMiB, res.ServerCPUS = mib(u.peakRSS), round((u.cpu-cpu0.cpu).Seconds(), 2)
 		}
+		res.BackendCPUS = round(backends.stop().Seconds(), 2)
 	}
 	return res, nil
 }
@@ -257,12 +265,24 @@ func (res *CampaignResult) WriteText(w io.Writer) error {
   transactional probes while draining: %d (not delivered: %d)
     POST /messages   p50 %.1f  p95 %.1f  p99 %.1f  max %.1f ms
     to delivered     p50 %.1f  p95 %.1f  p99 %.1f  max %.1f ms
-  server             peak RSS %.0f MiB, CPU %.1f s
+  server             peak RSS %.0f MiB, CPU %.1f s (%.0f µs a message)
 `, res.Recipients, res.Engine, res.SeedS, res.WrittenS, res.DeliveredS, res.Stats, res.Probes, res.ProbesLate,
 		res.ProbePost.P50, res.ProbePost.P95, res.ProbePost.P99, res.ProbePost.Max,
 		res.ProbeDelivered.P50, res.ProbeDelivered.P95, res.ProbeDelivered.P99, res.ProbeDelivered.Max,
-		res.PeakRSSMiB, res.ServerCPUS)
+		res.PeakRSSMiB, res.ServerCPUS, perMessage(res.ServerCPUS, res.Recipients))
+	if err == nil && res.Engine == "postgres" {
+		_, err = fmt.Fprintf(w, "  PostgreSQL         backends' CPU %.1f s (%.0f µs a message)\n",
+			res.BackendCPUS, perMessage(res.BackendCPUS, res.Recipients))
+	}
 	return err
+}
+
+// perMessage is s seconds in microseconds per message of n.
+func perMessage(s float64, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return s * 1e6 / float64(n)
 }
 
 // WriteJSON prints the result as one JSON object.

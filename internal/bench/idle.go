@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"strconv"
 	"time"
@@ -149,16 +150,26 @@ func (s *Server) backendCPU(ctx context.Context) (map[int]time.Duration, error) 
 	if s.Engine != "postgres" {
 		return nil, nil
 	}
-	u, err := url.Parse(s.dsn)
-	if err != nil {
-		return nil, err
-	}
-	app := u.Query().Get("application_name")
-	db, err := sql.Open("pgx", s.dsn)
+	db, app, err := s.statsDB()
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
+	return backendCPUOf(ctx, db, app)
+}
+
+// statsDB opens a connection pool to the server's database, not counted
+// among its backends, and returns the application_name of the server's.
+func (s *Server) statsDB() (*sql.DB, string, error) {
+	u, err := url.Parse(s.dsn)
+	if err != nil {
+		return nil, "", err
+	}
+	db, err := sql.Open("pgx", s.dsn)
+	return db, u.Query().Get("application_name"), err
+}
+
+func backendCPUOf(ctx context.Context, db *sql.DB, app string) (map[int]time.Duration, error) {
 	rows, err := db.QueryContext(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`, app)
 	if err != nil {
 		return nil, fmt.Errorf("reading the server's backends: %w", err)
@@ -202,4 +213,62 @@ func (res *IdleResult) WriteJSON(w io.Writer) error {
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
 	return e.Encode(res)
+}
+
+// backendMeter follows the CPU of the server's PostgreSQL backends from
+// its start: it samples them every 200 ms, so a backend that exits
+// meanwhile still counts up to its last sample, and one that starts
+// counts from zero. Nil (and stop 0) on SQLite.
+type backendMeter struct {
+	stopped chan struct{}
+	done    chan time.Duration
+}
+
+func (s *Server) meterBackends(ctx context.Context) (*backendMeter, error) {
+	if s.Engine != "postgres" {
+		return nil, nil
+	}
+	db, app, err := s.statsDB()
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	first, err := backendCPUOf(ctx, db, app)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	m := &backendMeter{stopped: make(chan struct{}), done: make(chan time.Duration, 1)}
+	go func() {
+		defer db.Close()
+		last := maps.Clone(first)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for stop := false; !stop; {
+			select {
+			case <-m.stopped:
+				stop = true
+			case <-tick.C:
+			}
+			// A backend gone between the two reads fails this sample only.
+			if now, err := backendCPUOf(context.WithoutCancel(ctx), db, app); err == nil {
+				maps.Copy(last, now)
+			}
+		}
+		var d time.Duration
+		for pid, cpu := range last {
+			d += cpu - first[pid]
+		}
+		m.done <- d
+	}()
+	return m, nil
+}
+
+// stop ends the sampling and returns the backends' CPU since the start.
+func (m *backendMeter) stop() time.Duration {
+	if m == nil {
+		return 0
+	}
+	close(m.stopped)
+	return <-m.done
 }

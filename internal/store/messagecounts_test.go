@@ -16,7 +16,9 @@ import (
 // many messages moved by one statement (two of one contact among them,
 // which PostgreSQL's statement trigger sees together), a single
 // transition, sent → failed (a message leaving the counted statuses takes
-// its date with it) and a cancel (failed with error_code canceled).
+// its date with it) and a cancel (failed with error_code canceled). Each
+// contact whose activity a step moved is in the audience's change log
+// (00049; on PostgreSQL written by the activity trigger itself, 00053).
 func TestTriggersFollowMessages(t *testing.T) {
 	t.Parallel()
 	f := mustSegFixture(t)
@@ -28,6 +30,7 @@ func TestTriggersFollowMessages(t *testing.T) {
 	checkCounts(t, f, "resolution")
 
 	sent := segNow.Add(-time.Hour).UnixMicro()
+	before, pos := storedActivity(t, f), audiencePos(t, f)
 	if err := f.db.Exec(ctx, `INSERT INTO messages (brand_id, user_id, direction, status, type, date_created, date_sent)
 	VALUES (?, ?, 'outbound', 'queued', 'TRANSACTIONAL', 1, NULL), (?, ?, 'outbound', 'sent', 'TRANSACTIONAL', 1, ?),
 	(?, ?, 'inbound', 'delivered', 'CONVERSATIONAL', ?, NULL), (?, ?, 'outbound', 'queued', 'TRANSACTIONAL', 1, NULL)`,
@@ -35,6 +38,7 @@ func TestTriggersFollowMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCounts(t, f, "insert of four")
+	checkChangesLogged(t, f, "insert of four", before, pos)
 
 	camp := messageIDs(t, f, `campaign_id = ?`, c.ID) // ann, dee
 	others := messageIDs(t, f, `campaign_id IS NULL AND direction = 'outbound' AND date_created = 1`)
@@ -43,10 +47,12 @@ func TestTriggersFollowMessages(t *testing.T) {
 	}
 	tx := func(step string, fn func(*store.Tx) error) {
 		t.Helper()
+		before, pos := storedActivity(t, f), audiencePos(t, f)
 		if err := f.db.WithTx(ctx, fn); err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
 		checkCounts(t, f, step)
+		checkChangesLogged(t, f, step, before, pos)
 	}
 	tx("campaign sent", func(tx *store.Tx) error {
 		_, err := tx.MarkSentMany(ctx, f.brand, "sim", []store.Sent{{MessageID: camp[0], ProviderID: "P1"}, {MessageID: camp[1], ProviderID: "P2"}})
@@ -153,5 +159,61 @@ func checkCounts(t *testing.T, f *segFixture, step string) {
 		if n == 0 {
 			t.Fatalf("after %s: no rows of %s", step, c.name)
 		}
+	}
+}
+
+// storedActivity returns each contact's stored activity columns.
+func storedActivity(t *testing.T, f *segFixture) map[int64][5]int64 {
+	t.Helper()
+	rows, err := f.db.Writer().QueryContext(t.Context(), `SELECT id, inbound_count, outbound_count,
+		COALESCE(last_inbound_at, 0), COALESCE(last_outbound_at, 0), COALESCE(last_delivered_at, 0) FROM users`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int64][5]int64{}
+	for rows.Next() {
+		var id int64
+		var v [5]int64
+		if err := rows.Scan(&id, &v[0], &v[1], &v[2], &v[3], &v[4]); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = v
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func audiencePos(t *testing.T, f *segFixture) int64 {
+	t.Helper()
+	pos, err := f.db.AudiencePosition(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pos
+}
+
+// checkChangesLogged fails unless every contact whose activity differs
+// from before is among the brand's changes since pos.
+func checkChangesLogged(t *testing.T, f *segFixture, step string, before map[int64][5]int64, pos int64) {
+	t.Helper()
+	logged, _, err := f.db.AudienceChanges(t.Context(), f.brand, pos, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for id, now := range storedActivity(t, f) {
+		if now == before[id] {
+			continue
+		}
+		moved++
+		if !slices.Contains(logged, id) {
+			t.Errorf("after %s: contact %d's activity moved %v → %v, not in the change log %v", step, id, before[id], now, logged)
+		}
+	}
+	if moved == 0 && step != "cancel" { // a cancel moves no activity
+		t.Errorf("after %s: no contact's activity moved; the step tests nothing", step)
 	}
 }

@@ -199,7 +199,7 @@ func audiencePos(t *testing.T, f *segFixture) int64 {
 // from before is among the brand's changes since pos.
 func checkChangesLogged(t *testing.T, f *segFixture, step string, before map[int64][5]int64, pos int64) {
 	t.Helper()
-	logged, _, err := f.db.AudienceChanges(t.Context(), f.brand, pos, 1000)
+	logged, _, _, err := f.db.AudienceChanges(t.Context(), f.brand, pos, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

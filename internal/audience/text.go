@@ -39,58 +39,56 @@ func (c *textCol) len() int {
 // set stores s (already lowered) at row i, growing the column with
 // missing values; ok false stores missing.
 func (c *textCol) set(i int, s string, ok bool) {
-	if !c.plain {
-		var code uint32
-		if ok {
-			var found bool
-			if code, found = c.index[s]; !found {
-				if len(c.vals) >= maxDict {
-					c.toPlain()
-					c.set(i, s, ok)
-					return
-				}
-				code = uint32(len(c.vals))
-				c.vals = append(c.vals, s)
-				c.index[s] = code
+	if c.plain {
+		setPlain(c, i, s, ok)
+		return
+	}
+	var code uint32
+	if ok {
+		var found bool
+		if code, found = c.index[s]; !found {
+			if len(c.vals) >= maxDict {
+				c.toPlain()
+				setPlain(c, i, s, ok)
+				return
 			}
+			code = uint32(len(c.vals))
+			c.vals = append(c.vals, s)
+			c.index[s] = code
 		}
-		for len(c.codes) <= i {
-			c.codes = append(c.codes, 0)
-		}
-		c.codes[i] = code
-		return
 	}
-	for len(c.off) <= i {
-		c.off = append(c.off, 0)
-		c.ln = append(c.ln, missingLen)
-	}
-	if !ok {
-		c.ln[i] = missingLen
-		return
-	}
-	// An update leaves the old bytes behind; a reload compacts.
-	c.off[i], c.ln[i] = uint32(len(c.arena)), uint32(len(s))
-	c.arena = append(c.arena, s...)
+	c.setCode(i, code)
 }
 
 // setBytes is set of bytes the column does not keep (lowered already):
 // a value already in the dictionary costs no allocation.
 func (c *textCol) setBytes(i int, b []byte, ok bool) {
-	if !c.plain {
-		var code uint32
-		if ok {
-			var found bool
-			if code, found = c.index[string(b)]; !found {
-				c.set(i, string(b), ok)
-				return
-			}
+	switch {
+	case c.plain:
+		setPlain(c, i, b, ok)
+	case !ok:
+		c.setCode(i, 0)
+	default:
+		if code, found := c.index[string(b)]; found {
+			c.setCode(i, code)
+		} else {
+			c.set(i, string(b), true)
 		}
-		for len(c.codes) <= i {
-			c.codes = append(c.codes, 0)
-		}
-		c.codes[i] = code
-		return
 	}
+}
+
+// setCode stores a dictionary code at row i, growing the column.
+func (c *textCol) setCode(i int, code uint32) {
+	for len(c.codes) <= i {
+		c.codes = append(c.codes, 0)
+	}
+	c.codes[i] = code
+}
+
+// setPlain stores v at row i of a plain column, growing the column with
+// missing values; ok false stores missing. An update leaves the old
+// bytes behind; a reload compacts.
+func setPlain[T string | []byte](c *textCol, i int, v T, ok bool) {
 	for len(c.off) <= i {
 		c.off = append(c.off, 0)
 		c.ln = append(c.ln, missingLen)
@@ -99,8 +97,8 @@ func (c *textCol) setBytes(i int, b []byte, ok bool) {
 		c.ln[i] = missingLen
 		return
 	}
-	c.off[i], c.ln[i] = uint32(len(c.arena)), uint32(len(b))
-	c.arena = append(c.arena, b...)
+	c.off[i], c.ln[i] = uint32(len(c.arena)), uint32(len(v))
+	c.arena = append(c.arena, v...)
 }
 
 func (c *textCol) toPlain() {

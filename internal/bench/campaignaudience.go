@@ -12,13 +12,8 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"gocloud.dev/blob"
-
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/jobs"
-	"github.com/parleyhq/parley/internal/service"
-	"github.com/parleyhq/parley/internal/store"
 )
 
 // ScenarioCampaignAudience times the writing of a large campaign's
@@ -87,21 +82,11 @@ func RunCampaignAudience(ctx context.Context, o CampaignAudienceOptions) (*Campa
 		defer drop()
 		dsn = schemaDSN
 	}
-	db, err := app.OpenDB(ctx, dsn, store.Options{})
+	db, svc, closeAll, err := openService(ctx, dsn, dir, noJobs{})
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	files := filepath.Join(dir, "blob")
-	if err := os.Mkdir(files, 0o700); err != nil {
-		return nil, err
-	}
-	bucket, err := blob.OpenBucket(ctx, "file://"+files)
-	if err != nil {
-		return nil, err
-	}
-	defer bucket.Close()
-	svc := service.New(db, noJobs{}, bucket, nil, nil)
+	defer closeAll()
 	progress := func(format string, args ...any) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, format, args...)
@@ -123,25 +108,8 @@ func RunCampaignAudience(ctx context.Context, o CampaignAudienceOptions) (*Campa
 	if err := writeAudienceFile(path, o.Users); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
+	if err := importFile(ctx, svc, b.ID, path, o.Users); err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	im := service.NewImporter(svc, nil)
-	im.MaxSize = 0
-	imp, err := im.ImportLocal(ctx, b.ID, "contacts.csv", f, parley.ImportOptions{})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := im.RunImport(ctx, b.ID, imp.ID, service.RunOptions{}); err != nil {
-		return nil, err
-	}
-	if imp, err = im.FindImport(ctx, b.ID, imp.ID); err != nil {
-		return nil, err
-	}
-	if imp.Status != parley.ImportCompleted || imp.Created != int64(o.Users) {
-		return nil, fmt.Errorf("import %d: %s, %d created of %d", imp.ID, imp.Status, imp.Created, o.Users)
 	}
 	zip := "10001"
 	seg, err := svc.CreateSegment(ctx, parley.Origin{Source: parley.SourceAdmin}, b.ID, &parley.Segment{BrandID: b.ID,

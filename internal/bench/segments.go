@@ -164,21 +164,11 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 	} else if !o.Keep {
 		defer os.RemoveAll(dir)
 	}
-	db, err := app.OpenDB(ctx, dsn, store.Options{})
+	db, svc, closeAll, err := openService(ctx, dsn, dir, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	files := filepath.Join(dir, "blob")
-	if err := os.Mkdir(files, 0o700); err != nil {
-		return nil, err
-	}
-	bucket, err := blob.OpenBucket(ctx, "file://"+files)
-	if err != nil {
-		return nil, err
-	}
-	defer bucket.Close()
-	svc := service.New(db, nil, bucket, nil, nil)
+	defer closeAll()
 	progress := func(format string, args ...any) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, format, args...)
@@ -327,25 +317,8 @@ func seedSegments(ctx context.Context, db *store.DB, svc *service.Service, dir s
 	if err := writeSegmentsFile(path, n); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
+	if err := importFile(ctx, svc, b.ID, path, n); err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	im := service.NewImporter(svc, nil)
-	im.MaxSize = 0
-	imp, err := im.ImportLocal(ctx, b.ID, "contacts.csv", f, parley.ImportOptions{})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := im.RunImport(ctx, b.ID, imp.ID, service.RunOptions{}); err != nil {
-		return nil, err
-	}
-	if imp, err = im.FindImport(ctx, b.ID, imp.ID); err != nil {
-		return nil, err
-	}
-	if imp.Status != parley.ImportCompleted || imp.Created != int64(n) {
-		return nil, fmt.Errorf("import %d: %s, %d created of %d", imp.ID, imp.Status, imp.Created, n)
 	}
 
 	// The users in file order (the import creates them in it), every
@@ -487,4 +460,52 @@ func coldLoad(ctx context.Context, db *store.DB, brand int64, res *SegmentResult
 	res.HeapMiB = round((float64(after.HeapAlloc)-float64(before.HeapAlloc))/(1<<20), 1)
 	runtime.KeepAlive(eng)
 	return nil
+}
+
+// importFile loads the CSV at path into the brand through the import's
+// own code, as `parley import` does (its ANALYZE the only one), and
+// checks that all n contacts were created.
+func importFile(ctx context.Context, svc *service.Service, brandID int64, path string, n int) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	im := service.NewImporter(svc, nil)
+	im.MaxSize = 0
+	imp, err := im.ImportLocal(ctx, brandID, "contacts.csv", f, parley.ImportOptions{})
+	if err != nil {
+		return err
+	}
+	if _, err := im.RunImport(ctx, brandID, imp.ID, service.RunOptions{}); err != nil {
+		return err
+	}
+	if imp, err = im.FindImport(ctx, brandID, imp.ID); err != nil {
+		return err
+	}
+	if imp.Status != parley.ImportCompleted || imp.Created != int64(n) {
+		return fmt.Errorf("import %d: %s, %d created of %d", imp.ID, imp.Status, imp.Created, n)
+	}
+	return nil
+}
+
+// openService opens the bench's database at dsn and a service on it, its
+// files under dir, as a node would; closeAll closes both.
+func openService(ctx context.Context, dsn, dir string, q service.Enqueuer) (*store.DB, *service.Service, func(), error) {
+	db, err := app.OpenDB(ctx, dsn, store.Options{})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	files := filepath.Join(dir, "blob")
+	if err := os.Mkdir(files, 0o700); err != nil {
+		db.Close()
+		return nil, nil, nil, err
+	}
+	bucket, err := blob.OpenBucket(ctx, "file://"+files)
+	if err != nil {
+		db.Close()
+		return nil, nil, nil, err
+	}
+	svc := service.New(db, q, bucket, nil, nil)
+	return db, svc, func() { bucket.Close(); db.Close() }, nil
 }

@@ -79,10 +79,10 @@ func (s *Service) RunFlows(ctx context.Context) {
 	run := true // a batch may be due
 	for ctx.Err() == nil {
 		if time.Since(watched) >= flowWatchEvery {
-			watched = time.Now()
-			if _, err := s.ResumeFlowSenders(ctx); err != nil && ctx.Err() == nil {
+			if _, err := s.ResumeFlowSenders(ctx, watched.IsZero()); err != nil && ctx.Err() == nil {
 				s.logger.Error("flows: resuming senders", "err", err)
 			}
+			watched = time.Now()
 		}
 		if run {
 			n, err := s.RunDueFlowSteps(ctx)
@@ -116,16 +116,17 @@ func (s *Service) RunFlows(ctx context.Context) {
 	}
 }
 
-// ResumeFlowSenders queues a sender for every flow that has queued
-// messages and no sender job that could still run
-// (store.FlowsWithoutSender), and returns how many it queued. The runner
-// calls it as it starts and every flowWatchEvery: a flow whose sender
+// ResumeFlowSenders queues a sender for every flow that may have
+// messages to send and no sender job that could still run
+// (store.FlowsWithoutSender: from its queued messages at start, from
+// flow_senders after), and returns how many it queued. The runner calls
+// it as it starts and every flowWatchEvery: a flow whose sender
 // River discarded would otherwise never send again, since its
 // flow_senders row tells the runners one is running. A second sender of
 // a flow is harmless: the claim gives each message to one batch, and the
 // one that ends the row ends the other (flowIdle).
-func (s *Service) ResumeFlowSenders(ctx context.Context) (int, error) {
-	flows, err := s.db.FlowsWithoutSender(ctx)
+func (s *Service) ResumeFlowSenders(ctx context.Context, start bool) (int, error) {
+	flows, err := s.db.FlowsWithoutSender(ctx, start)
 	if err != nil || len(flows) == 0 {
 		return 0, err
 	}

@@ -227,7 +227,7 @@ func TestFlowMessagesOfAnEarlierVersion(t *testing.T) {
 		t.Fatalf("the old job touched the flow's message (%d left queued)", n)
 	}
 	for _, want := range []int{1, 0} { // a second look finds the sender queued
-		if n, err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil || n != want {
+		if n, err := e.App.Service.ResumeFlowSenders(e.Ctx, true); err != nil || n != want {
 			t.Fatalf("resume: queued %d (%v), want %d", n, err, want)
 		}
 	}
@@ -255,22 +255,22 @@ func TestFlowSenderDiscarded(t *testing.T) {
 		return campInt(t, e, `SELECT count(*) FROM river_job WHERE kind = 'send_flow'
 			AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')`)
 	}
-	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil || n != 0 || live() != 1 {
+	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx, false); err != nil || n != 0 || live() != 1 {
 		t.Fatalf("with its sender queued: queued %d (%v), %d live senders; want 0 and 1", n, err, live())
 	}
 	if _, err := e.App.DB.Writer().ExecContext(e.Ctx, `UPDATE river_job SET state = 'discarded', finalized_at = created_at WHERE kind = 'send_flow'`); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil || n != 1 || live() != 1 {
+	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx, false); err != nil || n != 1 || live() != 1 {
 		t.Fatalf("after its sender was discarded: queued %d (%v), %d live senders; want 1 and 1", n, err, live())
 	}
-	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil || n != 0 || live() != 1 {
+	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx, false); err != nil || n != 0 || live() != 1 {
 		t.Fatalf("again: queued %d (%v), %d live senders; want 0 and 1", n, err, live())
 	}
 	if sent, _ := flowDrain(t, e, f); sent != 2 {
 		t.Errorf("the sender sent %d, want 2", sent)
 	}
-	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx); err != nil || n != 0 {
+	if n, err := e.App.Service.ResumeFlowSenders(e.Ctx, false); err != nil || n != 0 {
 		t.Errorf("nothing queued: queued %d (%v), want 0", n, err)
 	}
 }

@@ -52,20 +52,25 @@ func (tx *Tx) EndFlowSender(ctx context.Context, flowID, gen int64) (bool, error
 	return n == 1, err
 }
 
-// FlowsWithoutSender returns the flows, with their brands, that have
-// queued messages and no sender job that could still run: messages of a
-// version that sent each by a job of its own, or a sender River
-// discarded (its attempts ran out in a long outage or on an overloaded
-// node). Their messages would wait forever; the runner queues a sender
-// for each. The distinct flows come first (messages_flow_queue: one index
-// walk), so River's jobs are read once per flow, not per message.
-func (db *DB) FlowsWithoutSender(ctx context.Context) (map[int64]int64, error) {
+// FlowsWithoutSender returns flows, with their brands, that may have
+// messages to send and no sender job that could still run. The watch
+// (queued false) reads flow_senders, a row per flow whose sender was
+// wanted, which stays when River discards the job (its attempts ran out
+// in a long outage or on an overloaded node): a small table, so every
+// node may look often. At start (queued true) it reads the flows with
+// queued messages instead (messages_flow_queue: one index walk), which
+// also finds those of a version that sent each message by a job of its
+// own and wrote no row. River's jobs are read once per flow.
+func (db *DB) FlowsWithoutSender(ctx context.Context, queued bool) (map[int64]int64, error) {
 	argID := `json_extract(CAST(j.args AS TEXT), '$.flow_id')`
 	if db.engine == "postgres" {
 		argID = `(j.args->>'flow_id')::bigint`
 	}
-	rows, err := db.query(ctx, `SELECT q.flow_id, q.brand_id
-	FROM (SELECT DISTINCT flow_id, brand_id FROM messages WHERE status = 'queued' AND flow_id IS NOT NULL) q
+	from := `SELECT fs.flow_id, f.brand_id FROM flow_senders fs JOIN flows f ON f.id = fs.flow_id`
+	if queued {
+		from = `SELECT DISTINCT flow_id, brand_id FROM messages WHERE status = 'queued' AND flow_id IS NOT NULL`
+	}
+	rows, err := db.query(ctx, `SELECT q.flow_id, q.brand_id FROM (`+from+`) q
 	WHERE NOT EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'send_flow'
 		AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled') AND `+argID+` = q.flow_id)`)
 	if err != nil {

@@ -44,6 +44,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	rate := fs.Float64("rate", 0, "open loop: requests per second on a fixed schedule, latency counted from each request's due time; 0 runs closed loop (each connection sends when answered)")
 	users := fs.Int("users", 1000, "users created before the run for lookup, update, send and mixed")
 	cpuProfile := fs.String("cpu-profile", "", "with --scenario campaign-audience: write a CPU profile of the resolution to this file")
+	resolveChunk := fs.Int("resolve-chunk", 0, "with --scenario campaign-audience: users per resolution transaction (0: the server's default, 2,000 on SQLite, 100,000 on PostgreSQL)")
 	sqlOnly := fs.Bool("sql", false, "with --scenario segments or campaign-audience: answer from the SQL path only, not the in-memory audience engine (issue #34)")
 	criteriaFile := fs.String("criteria", "", "with --scenario segments: a JSON file of the segment's criteria as POST /segments takes them (D14), over the seeded fields tier (STRING enum gold, silver, bronze), age (INTEGER) and note (STRING); default issue #16's segment")
 	first := fs.Duration("first", 30*time.Second, "with --scenario segments: how long after the import the counts are reported apart (SQL answers those the engine cannot yet)")
@@ -106,7 +107,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			n = 1000000
 		}
 		res, err := bench.RunCampaignAudience(ctx, bench.CampaignAudienceOptions{DB: *db, Users: n, Progress: stderr,
-			SQL: *sqlOnly, Profile: *cpuProfile})
+			SQL: *sqlOnly, Profile: *cpuProfile, Chunk: *resolveChunk})
 		if err != nil {
 			return err
 		}

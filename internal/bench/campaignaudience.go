@@ -38,6 +38,8 @@ type CampaignAudienceOptions struct {
 	SQL bool
 	// Profile, when set, is a file for a CPU profile of the resolution.
 	Profile string
+	// Chunk is the users per resolution transaction (0: the default).
+	Chunk int
 }
 
 // CampaignAudienceResult is what a campaign-audience run measured.
@@ -149,6 +151,7 @@ func RunCampaignAudience(ctx context.Context, o CampaignAudienceOptions) (*Campa
 			return nil, err
 		}
 	}
+	svc.SetResolveChunk(o.Chunk)
 	cpu0 := SelfCPU()
 	s := time.Now()
 	n, err := svc.ResolveDueCampaigns(ctx)

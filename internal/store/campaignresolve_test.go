@@ -89,6 +89,12 @@ func TestCampaignResolveInChunks(t *testing.T) {
 		}
 		total += n
 		chunks++
+		// Each chunk's messages are counted once, as it commits (on SQLite
+		// by the chunk itself, migration 00054; on PostgreSQL by the
+		// statement trigger): a count dropped or doubled shows here.
+		if s, err := f.db.CampaignStats(ctx, c.BrandID, c.ID); err != nil || s.Queued != total {
+			t.Errorf("after chunk %d (%d written so far): stats %+v, %v; want queued %d", chunks, total, s, err, total)
+		}
 		if chunks > 10 {
 			t.Fatal("the resolution does not end")
 		}
@@ -133,6 +139,10 @@ func TestCampaignResolveChunkCrash(t *testing.T) {
 	if got := campaignMessages(t, f, c); !slices.Equal(got, []string{"ann"}) {
 		t.Errorf("after the crash: %v, want [ann]", got)
 	}
+	// The rolled-back chunk's count went with it.
+	if s, err := f.db.CampaignStats(ctx, c.BrandID, c.ID); err != nil || s.Queued != 1 {
+		t.Errorf("stats after the crash %+v, %v; want queued 1 (ann's)", s, err)
+	}
 	if !resolving(t, f.db, c) {
 		t.Fatal("the interrupted resolution is not listed to resume")
 	}
@@ -142,6 +152,7 @@ func TestCampaignResolveChunkCrash(t *testing.T) {
 	if got := campaignMessages(t, f, c); !slices.Equal(got, []string{"ann", "dee"}) {
 		t.Errorf("messaged %v, want [ann dee]", got)
 	}
+	wantStats(t, f.db, c, parley.CampaignStats{Recipients: 4, SkippedUnsubscribed: 2, Queued: 2})
 }
 
 // TestCampaignResolveChunksConcurrent (D16): two resolvers of the same
@@ -181,6 +192,7 @@ func TestCampaignResolveChunksConcurrent(t *testing.T) {
 	if got := campaignMessages(t, f, c); !slices.Equal(got, []string{"ann", "dee"}) {
 		t.Errorf("messaged %v, want [ann dee]", got)
 	}
+	wantStats(t, f.db, c, parley.CampaignStats{Recipients: 4, SkippedUnsubscribed: 2, Queued: 2})
 }
 
 // TestCampaignResolveStopsWhenCanceled (D16): a campaign canceled while
@@ -229,5 +241,34 @@ func TestCampaignResolveAudienceAtStart(t *testing.T) {
 	}
 	if got := campaignMessages(t, f, c); !slices.Equal(got, []string{"ann", "dee"}) {
 		t.Errorf("messaged %v, want [ann dee]", got)
+	}
+}
+
+// TestCampaignCountsOtherWriters (migration 00054): the chunks count their
+// queued messages themselves; a campaign message written in any other
+// status is still counted by the triggers, and a delete uncounts either.
+func TestCampaignCountsOtherWriters(t *testing.T) {
+	t.Parallel()
+	f := mustSegFixture(t)
+	ctx := t.Context()
+	c := mustCampaign(t, f.db, f.brand, mustSegment(t, f, f.brand, parley.SegmentStandard))
+	if n, err := resolve(t, f.db, c); err != nil || n != 2 {
+		t.Fatalf("resolve: %d, %v", n, err)
+	}
+	if err := f.db.Exec(ctx, `INSERT INTO messages (brand_id, user_id, direction, status, type, date_created, campaign_id, error_code)
+	VALUES (?, ?, 'outbound', 'failed', 'MARKETING', 0, ?, 'canceled')`, f.brand, f.ids["bob"], c.ID); err != nil {
+		t.Fatal(err)
+	}
+	want := parley.CampaignStats{Recipients: 4, SkippedUnsubscribed: 2, Queued: 2, Canceled: 1}
+	if s, err := f.db.CampaignStats(ctx, c.BrandID, c.ID); err != nil || *s != want {
+		t.Errorf("after a canceled message written: %+v, %v; want %+v", s, err, want)
+	}
+	if err := f.db.Exec(ctx, `DELETE FROM messages WHERE campaign_id = ? AND user_id IN (?, ?)`,
+		c.ID, f.ids["bob"], f.ids["ann"]); err != nil {
+		t.Fatal(err)
+	}
+	want = parley.CampaignStats{Recipients: 4, SkippedUnsubscribed: 2, Queued: 1}
+	if s, err := f.db.CampaignStats(ctx, c.BrandID, c.ID); err != nil || *s != want {
+		t.Errorf("after deleting ann's and bob's: %+v, %v; want %+v", s, err, want)
 	}
 }

@@ -561,7 +561,9 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 			created[i] = &u
 			creates = append(creates, &u)
 		}
-		if err := tx.InsertUsers(ctx, creates); err != nil {
+		// Their creation's history is written by the same statements
+		// (D18): a batch binds no parameter per entry (issue #35).
+		if err := tx.InsertUsersWithHistory(ctx, creates); err != nil {
 			return err
 		}
 		var existing []string
@@ -599,11 +601,6 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 				if u.MessagingConsent != nil && *u.MessagingConsent {
 					em.subscribed = append(em.subscribed, u.ID)
 				}
-				entries, err := changes(nil, u)
-				if err != nil {
-					return err
-				}
-				history = append(history, entries...)
 				if u.MessagingConsent != nil {
 					if err := em.consent(ctx, u); err != nil {
 						return err

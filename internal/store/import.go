@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/parleyhq/parley"
@@ -289,16 +290,94 @@ func (tx *Tx) FindUsersByPhones(ctx context.Context, brandID int64, phones []str
 
 // InsertUsers stores new users in as few statements as it can and sets
 // their IDs. A user whose number a live user of the brand took meanwhile is
-// not stored and keeps ID 0.
+// not stored and keeps ID 0. It records no history: InsertUsersWithHistory
+// does.
 func (tx *Tx) InsertUsers(ctx context.Context, users []*parley.User) error {
+	return tx.insertUsers(ctx, users, false)
+}
+
+// InsertUsersWithHistory is InsertUsers that also records each stored
+// user's creation in its history (D18), as InsertHistory would the
+// entries of a new contact: its consent when set, then each custom data
+// value by key, old_value null, at the transaction's time with its
+// Origin; and adds the consents to the hourly counts. The entries are
+// read from the rows just stored, in SQL: on PostgreSQL by the users'
+// INSERT itself (a data-modifying WITH), on SQLite by one INSERT … SELECT
+// after it, so an import's batch binds no parameter per entry (issue #35).
+func (tx *Tx) InsertUsersWithHistory(ctx context.Context, users []*parley.User) error {
+	if err := tx.insertUsers(ctx, users, true); err != nil {
+		return err
+	}
+	type counts struct{ ins, outs int64 }
+	byBrand := map[int64]*counts{}
+	for _, u := range users {
+		if u.ID == 0 || u.MessagingConsent == nil {
+			continue
+		}
+		c := byBrand[u.BrandID]
+		if c == nil {
+			c = &counts{}
+			byBrand[u.BrandID] = c
+		}
+		if *u.MessagingConsent {
+			c.ins++
+		} else {
+			c.outs++
+		}
+	}
+	for brandID, c := range byBrand {
+		if err := tx.addConsentHourly(ctx, brandID, c.ins, c.outs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createdHistory writes the creation entries of the users in the CTE
+// created: consent first, then custom_data's keys in byte order, as
+// service.changes orders them. A value's text is the stored JSON's
+// (json_each keeps it on PostgreSQL's json type, -> on SQLite), which is
+// already compact: the value changes would have given InsertHistory. Its
+// parameters are the entries' source, detail, message and time.
+const createdHistory = `INSERT INTO user_history (brand_id, user_id, field, old_value, new_value, source, detail,
+	message_id, occurred_at)
+	SELECT brand_id, id, field, NULL, value, ?, ?, ?, ? FROM (
+		SELECT brand_id, id, 0 AS k, 'messaging_consent' AS field,
+			CASE WHEN messaging_consent THEN 'true' ELSE 'false' END AS value
+		FROM created WHERE messaging_consent IS NOT NULL
+		UNION ALL
+		SELECT created.brand_id, created.id, 1, 'custom_data.' || j.key, %s FROM created, json_each(created.custom_data) j
+		WHERE %s
+	) x ORDER BY id, k, field %s`
+
+var (
+	createdHistorySQLite = `WITH created AS (SELECT brand_id, id, messaging_consent, custom_data FROM users
+	WHERE id IN (SELECT value FROM json_each(?))) ` +
+		fmt.Sprintf(createdHistory, `created.custom_data -> j.fullkey`, `j.type <> 'null'`, ``)
+	createdHistoryPostgres = fmt.Sprintf(createdHistory, `j.value::text`, `json_typeof(j.value) <> 'null'`, `COLLATE "C"`)
+)
+
+func (tx *Tx) insertUsers(ctx context.Context, users []*parley.User, history bool) error {
 	const cols = 18
+	o := tx.origin
+	if o.Source == "" {
+		o.Source = parley.SourceAPI
+	}
+	var msg sql.NullInt64
+	if o.MessageID != 0 {
+		msg = sql.NullInt64{Int64: o.MessageID, Valid: true}
+	}
+	pg := tx.db.engine == "postgres"
 	for start := 0; start < len(users); start += insertChunk {
 		batch := users[start:min(start+insertChunk, len(users))]
 		var q strings.Builder
+		if history && pg {
+			q.WriteString(`WITH created AS (`)
+		}
 		q.WriteString(`INSERT INTO users (brand_id, phone_number, first_name, last_name, email_address, date_of_birth,
 	messaging_consent, postal_code, city, county, state, state_code, time_zone, custom_data, channel, is_deleted,
 	date_created, date_last_updated) VALUES `)
-		args := make([]any, 0, cols*len(batch))
+		args := make([]any, 0, cols*len(batch)+4)
 		byPhone := make(map[string]*parley.User, len(batch))
 		for i, u := range batch {
 			if i > 0 {
@@ -320,10 +399,18 @@ func (tx *Tx) InsertUsers(ctx context.Context, users []*parley.User) error {
 		// The conflict is the live-number index (D5): a user created through
 		// the API while this batch ran.
 		q.WriteString(` ON CONFLICT DO NOTHING RETURNING id, phone_number`)
+		if history && pg {
+			// The history is the same statement's: its rows are those the
+			// insert returns.
+			q.WriteString(`, brand_id, messaging_consent, custom_data), history AS (` + createdHistoryPostgres +
+				`) SELECT id, phone_number FROM created`)
+			args = append(args, o.Source, o.Detail, msg, micros(tx.now))
+		}
 		rows, err := tx.query(ctx, q.String(), args...)
 		if err != nil {
 			return fmt.Errorf("store: insert users: %w", err)
 		}
+		var ids []byte
 		for rows.Next() {
 			var id int64
 			var phone string
@@ -334,10 +421,18 @@ func (tx *Tx) InsertUsers(ctx context.Context, users []*parley.User) error {
 			if u := byPhone[phone]; u != nil {
 				u.ID = id
 			}
+			ids = strconv.AppendInt(append(ids, ','), id, 10)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("store: insert users: %w", err)
+		}
+		if history && !pg && len(ids) > 0 {
+			ids[0] = '['
+			if _, err := tx.exec(ctx, createdHistorySQLite, string(append(ids, ']')), o.Source, o.Detail, msg,
+				micros(tx.now)); err != nil {
+				return fmt.Errorf("store: history of created users: %w", err)
+			}
 		}
 	}
 	return nil

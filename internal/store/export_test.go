@@ -102,9 +102,3 @@ func (db *DB) ForgetKeyRaces() { db.keyChecks.Store(0) }
 
 // ReadersInUse is how many reader connections are busy now.
 func (db *DB) ReadersInUse() int { return db.read.Stats().InUse }
-
-// QueryRow runs q in tx (PostgreSQL's per-transaction statistics are read
-// inside the transaction that made them).
-func (tx *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	return tx.queryRow(ctx, q, args...)
-}

@@ -3,6 +3,7 @@ package audience_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/audience"
@@ -149,5 +150,35 @@ func TestAudienceChangesInBatches(t *testing.T) {
 	}
 	if db.IsPostgres() && len(ids) != 0 {
 		t.Fatalf("PostgreSQL split a transaction of 5: %v", ids)
+	}
+}
+
+// TestFollowKeepsWarmBrands: a brand nobody asked about for MaxIdle is
+// given back, unless it is one Warm loads (it has segments): a bulk
+// import that outlasts MaxIdle with no question meanwhile still finds its
+// brand in memory when it ends (issue #34).
+func TestFollowKeepsWarmBrands(t *testing.T) {
+	ctx := t.Context()
+	db := openDB(t)
+	segmented, plain := brand(t, db), brand(t, db)
+	for _, b := range []int64{segmented, plain} {
+		insertMany(t, db, b, 0, 2)
+	}
+	s := &parley.Segment{BrandID: segmented, Name: "S", Source: "USER_DEFINED", Type: parley.SegmentStandard, IsActive: true}
+	if err := db.WithTx(ctx, func(tx *store.Tx) error { return tx.CreateSegment(ctx, s) }); err != nil {
+		t.Fatal(err)
+	}
+	eng := audience.New(db, nil)
+	for _, b := range []int64{segmented, plain} {
+		if err := eng.Load(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng.MaxIdle = time.Nanosecond
+	time.Sleep(time.Millisecond) // both brands now idle past MaxIdle
+	insertMany(t, db, segmented, 100, 3)
+	eng.Follow(ctx)
+	if got := []int{rowsInMemory(t, eng, segmented), rowsInMemory(t, eng, plain)}; !slices.Equal(got, []int{5, -1}) {
+		t.Fatalf("rows in memory after an idle pass (segmented, plain) = %v; want [5 -1]: the segmented brand kept and caught up, the other given back", got)
 	}
 }

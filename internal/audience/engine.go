@@ -73,7 +73,7 @@ type brandState struct {
 	t          *table
 	pos        int64
 	caught     time.Time // the last catch-up
-	used       time.Time // the last question (or warm load)
+	used       time.Time // the last question (or warm load, or Follow keeping it)
 	loading    bool      // a load in the background (t is nil)
 	refreshing bool      // a catch-up in the background (t answers)
 	failed     time.Time

@@ -242,8 +242,14 @@ func (e *Engine) Follow(ctx context.Context) {
 		}
 		b := e.state(id)
 		b.mu.Lock()
-		if b.t != nil && time.Since(b.used) > e.MaxIdle && !b.refreshing && !kept[id] {
-			b.t = nil
+		if b.t != nil && time.Since(b.used) > e.MaxIdle && !b.refreshing {
+			if kept[id] {
+				// Kept as if warmed again: asked about again only after
+				// another MaxIdle, not on every pass.
+				b.used = time.Now()
+			} else {
+				b.t = nil
+			}
 		}
 		if b.t == nil || b.loading || b.refreshing {
 			b.mu.Unlock()

@@ -186,7 +186,8 @@ func (db *DB) oddAudienceRows(ctx context.Context, brandID int64, ids []int64, f
 	if len(ids) == 0 {
 		return nil
 	}
-	rows, err := db.query(ctx, `SELECT `+audienceRowColumns+` FROM users WHERE brand_id = ? AND id IN (`+idList(ids)+`)`, brandID)
+	list, arg := db.idList(ids)
+	rows, err := db.query(ctx, `SELECT `+audienceRowColumns+` FROM users WHERE brand_id = ? AND id IN (`+list+`)`, brandID, arg)
 	if err != nil {
 		return fmt.Errorf("store: audience rows: %w", err)
 	}
@@ -255,8 +256,9 @@ func (db *DB) AudienceRowsByID(ctx context.Context, brandID int64, ids []int64) 
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), 5000)]
 		ids = ids[len(chunk):]
+		list, arg := db.idList(chunk)
 		rows, err := db.query(ctx, `SELECT `+packedColumns(db.engine == "postgres")+` FROM users
-			WHERE brand_id = ? AND id IN (`+idList(chunk)+`)`, brandID)
+			WHERE brand_id = ? AND id IN (`+list+`)`, brandID, arg)
 		if err != nil {
 			return nil, fmt.Errorf("store: audience rows: %w", err)
 		}
@@ -271,26 +273,14 @@ func (db *DB) AudienceRowsByID(ctx context.Context, brandID int64, ids []int64) 
 	return out, nil
 }
 
-// idList writes ids for an IN list: integers only, so nothing of a
-// caller's reaches the statement's text.
-func idList(ids []int64) string {
-	b := make([]byte, 0, len(ids)*8)
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, id, 10)
-	}
-	return string(b)
-}
-
 // UsersByID returns the brand's users among ids, by id.
 func (db *DB) UsersByID(ctx context.Context, brandID int64, ids []int64) ([]*parley.User, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := db.query(ctx, `SELECT `+userColumns+` FROM users WHERE brand_id = ? AND id IN (`+
-		idList(ids)+`) ORDER BY id`, brandID)
+	list, arg := db.idList(ids)
+	rows, err := db.query(ctx, `SELECT `+userColumns+` FROM users WHERE brand_id = ? AND id IN (`+list+`) ORDER BY id`,
+		brandID, arg)
 	if err != nil {
 		return nil, fmt.Errorf("store: users by id: %w", err)
 	}

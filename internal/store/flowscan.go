@@ -115,7 +115,7 @@ func (tx *Tx) SegmentEntrants(ctx context.Context, f ScanFlow) ([]int64, error) 
 // leave just before this transaction counts as the engine saw it; the
 // next scan sees the rest.
 func (tx *Tx) SegmentEntrantsByID(ctx context.Context, f ScanFlow, ids []int64) ([]int64, error) {
-	list, arg := tx.idList(ids)
+	list, arg := tx.db.idList(ids)
 	rows, err := tx.query(ctx, `INSERT INTO flow_segment_members (flow_id, user_id)
 	SELECT ?, u.id FROM users u WHERE u.brand_id = ? AND u.is_deleted = FALSE AND u.id IN (`+list+`)
 	ON CONFLICT DO NOTHING RETURNING user_id`, f.FlowID, f.BrandID, arg)

@@ -9,9 +9,10 @@ import (
 // argument: a JSON array read by json_each on SQLite, a bigint[] unnested
 // on PostgreSQL. One argument whatever the length, so a list of a
 // million ids neither builds a million placeholders nor a statement text
-// of its own (each length would be planned anew).
-func (tx *Tx) idList(ids []int64) (string, any) {
-	if tx.db.engine == "postgres" {
+// of its own (each length would be planned anew), and nothing of a
+// caller's reaches the statement's text.
+func (db *DB) idList(ids []int64) (string, any) {
+	if db.engine == "postgres" {
 		if ids == nil {
 			ids = []int64{}
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/parleyhq/parley"
@@ -351,9 +350,8 @@ const createdHistory = `INSERT INTO user_history (brand_id, user_id, field, old_
 	) x ORDER BY id, k, field %s`
 
 var (
-	createdHistorySQLite = `WITH created AS (SELECT brand_id, id, messaging_consent, custom_data FROM users
-	WHERE id IN (SELECT value FROM json_each(?))) ` +
-		fmt.Sprintf(createdHistory, `created.custom_data -> j.fullkey`, `j.type <> 'null'`, ``)
+	// After the CTE created, which SQLite's statement makes of the ids.
+	createdHistorySQLite   = fmt.Sprintf(createdHistory, `created.custom_data -> j.fullkey`, `j.type <> 'null'`, ``)
 	createdHistoryPostgres = fmt.Sprintf(createdHistory, `j.value::text`, `json_typeof(j.value) <> 'null'`, `COLLATE "C"`)
 )
 
@@ -410,7 +408,7 @@ func (tx *Tx) insertUsers(ctx context.Context, users []*parley.User, history boo
 		if err != nil {
 			return fmt.Errorf("store: insert users: %w", err)
 		}
-		var ids []byte
+		var ids []int64
 		for rows.Next() {
 			var id int64
 			var phone string
@@ -421,15 +419,18 @@ func (tx *Tx) insertUsers(ctx context.Context, users []*parley.User, history boo
 			if u := byPhone[phone]; u != nil {
 				u.ID = id
 			}
-			ids = strconv.AppendInt(append(ids, ','), id, 10)
+			if history && !pg {
+				ids = append(ids, id)
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("store: insert users: %w", err)
 		}
 		if history && !pg && len(ids) > 0 {
-			ids[0] = '['
-			if _, err := tx.exec(ctx, createdHistorySQLite, string(append(ids, ']')), o.Source, o.Detail, msg,
+			list, arg := tx.db.idList(ids)
+			if _, err := tx.exec(ctx, `WITH created AS (SELECT brand_id, id, messaging_consent, custom_data FROM users
+	WHERE id IN (`+list+`)) `+createdHistorySQLite, arg, o.Source, o.Detail, msg,
 				micros(tx.now)); err != nil {
 				return fmt.Errorf("store: history of created users: %w", err)
 			}

@@ -89,11 +89,7 @@ func RunCampaignAudience(ctx context.Context, o CampaignAudienceOptions) (*Campa
 		return nil, err
 	}
 	defer closeAll()
-	progress := func(format string, args ...any) {
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, format, args...)
-		}
-	}
+	progress := progressTo(o.Progress)
 	res := &CampaignAudienceResult{Scenario: ScenarioCampaignAudience, Engine: db.Engine(), Users: o.Users}
 
 	t0 := time.Now()

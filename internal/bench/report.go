@@ -203,3 +203,13 @@ func round(v float64, n int) float64 {
 	p := math.Pow10(n)
 	return math.Round(v*p) / p
 }
+
+// progressTo returns a printf to w, or one that prints nothing when w is
+// nil: the scenarios' lines between their phases.
+func progressTo(w io.Writer) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		if w != nil {
+			fmt.Fprintf(w, format, args...)
+		}
+	}
+}

@@ -169,11 +169,7 @@ func RunSegments(ctx context.Context, o SegmentOptions) (*SegmentResult, error) 
 		return nil, err
 	}
 	defer closeAll()
-	progress := func(format string, args ...any) {
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, format, args...)
-		}
-	}
+	progress := progressTo(o.Progress)
 	res := &SegmentResult{Scenario: ScenarioSegments, Engine: db.Engine(), Users: o.Users}
 	// The node runs as parley serve runs it: its engine loads the brands
 	// with segments and follows their changes (the import's too).

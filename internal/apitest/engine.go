@@ -77,25 +77,8 @@ func PostgresURL(t testing.TB) string {
 	if base == "" {
 		t.Fatalf("%s is not set", EnvPostgresURL)
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			return
-		}
-		defer db.Close()
-		db.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-	})
+	schema := randomName("t_")
+	createForTest(t, base, "CREATE SCHEMA "+schema, "DROP SCHEMA "+schema+" CASCADE")
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
@@ -104,4 +87,34 @@ func PostgresURL(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// randomName is prefix and 12 random hex digits: a schema's or a
+// database's name no other test takes.
+func randomName(prefix string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// createForTest runs create on the database at base, and drop when the
+// test ends.
+func createForTest(t testing.TB, base, create, drop string) {
+	t.Helper()
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(context.Background(), create); err != nil {
+		t.Fatalf("%s: %v", create, err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("pgx", base)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		db.ExecContext(context.Background(), drop)
+	})
 }

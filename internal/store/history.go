@@ -22,10 +22,7 @@ const historyColumns = `id, user_id, field, old_value, new_value, source, detail
 // changes to the dashboard's hourly counts in one more. An entry without
 // a Source takes the transaction's Origin: its source, detail and message.
 func (tx *Tx) InsertHistory(ctx context.Context, brandID int64, entries []parley.HistoryEntry) error {
-	o := tx.origin
-	if o.Source == "" {
-		o.Source = parley.SourceAPI
-	}
+	o := tx.historyOrigin()
 	var ins, outs int64
 	for start := 0; start < len(entries); start += historyChunk {
 		batch := entries[start:min(start+historyChunk, len(entries))]
@@ -66,6 +63,16 @@ func (tx *Tx) InsertHistory(ctx context.Context, brandID int64, entries []parley
 		}
 	}
 	return tx.addConsentHourly(ctx, brandID, ins, outs)
+}
+
+// historyOrigin is the Origin the transaction's history entries take
+// when they name none: the transaction's, from the API when unset.
+func (tx *Tx) historyOrigin() parley.Origin {
+	o := tx.origin
+	if o.Source == "" {
+		o.Source = parley.SourceAPI
+	}
+	return o
 }
 
 // addConsentHourly adds opt-ins and opt-outs at the transaction's time to

@@ -357,10 +357,7 @@ var (
 
 func (tx *Tx) insertUsers(ctx context.Context, users []*parley.User, history bool) error {
 	const cols = 18
-	o := tx.origin
-	if o.Source == "" {
-		o.Source = parley.SourceAPI
-	}
+	o := tx.historyOrigin()
 	var msg sql.NullInt64
 	if o.MessageID != 0 {
 		msg = sql.NullInt64{Int64: o.MessageID, Valid: true}

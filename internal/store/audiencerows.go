@@ -383,16 +383,11 @@ func (db *DB) SegmentMemberIDs(ctx context.Context, segmentID int64) ([]int64, e
 	if err != nil {
 		return nil, fmt.Errorf("store: segment members: %w", err)
 	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: segment members: %w", err)
-		}
-		ids = append(ids, id)
+	ids, err := collectIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: segment members: %w", err)
 	}
-	return ids, rows.Err()
+	return ids, nil
 }
 
 // ResolvedAudience is an audience checked by the SQL compiler, with what
@@ -428,16 +423,11 @@ func (db *DB) SegmentedBrands(ctx context.Context, limit int) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: segmented brands: %w", err)
 	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: segmented brands: %w", err)
-		}
-		ids = append(ids, id)
+	ids, err := collectIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: segmented brands: %w", err)
 	}
-	return ids, rows.Err()
+	return ids, nil
 }
 
 // AudienceSize is about how many users the brand has, deleted ones too:

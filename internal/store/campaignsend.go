@@ -316,13 +316,38 @@ func (tx *Tx) MarkSentMany(ctx context.Context, brandID int64, provider string, 
 	}
 	in, idArgs := inList(ids(sent))
 	q.WriteString(`) AS v WHERE messages.id = v.column1 AND messages.id IN ` + in + ` AND +messages.brand_id = ?
-	AND messages.status = 'queued' RETURNING messages.id`)
+	AND messages.status = 'queued' RETURNING messages.id, COALESCE(messages.campaign_id, 0)`)
 	args = append(append(args, idArgs...), brandID)
+	counts, err := tx.countsByWriter(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := tx.query(ctx, q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: mark sent: %w", err)
 	}
-	return collectIDs(rows)
+	defer rows.Close()
+	var moved []int64
+	moves := map[countMove]int64{}
+	for rows.Next() {
+		var id, campaign int64
+		if err := rows.Scan(&id, &campaign); err != nil {
+			return nil, fmt.Errorf("store: mark sent: %w", err)
+		}
+		moved = append(moved, id)
+		if campaign != 0 {
+			moves[countMove{campaign: campaign, from: parley.StatusQueued, to: parley.StatusSent}]++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: mark sent: %w", err)
+	}
+	if counts {
+		if err := tx.addCounts(ctx, moves); err != nil {
+			return nil, err
+		}
+	}
+	return moved, nil
 }
 
 func ids(sent []Sent) []int64 {
@@ -356,17 +381,48 @@ func (tx *Tx) TransitionMany(ctx context.Context, brandID int64, ids []int64, t 
 		args = append(args, at, at)
 	}
 	in, idArgs := inList(ids)
-	args = append(args, brandID)
-	args = append(args, idArgs...)
+	where := ` WHERE +brand_id = ? AND id IN ` + in + ` AND status IN (?` + strings.Repeat(", ?", len(from)-1) + `)`
+	whereArgs := append([]any{brandID}, idArgs...)
 	for _, f := range from {
-		args = append(args, f)
+		whereArgs = append(whereArgs, f)
 	}
-	rows, err := tx.query(ctx, `UPDATE messages SET `+set+` WHERE +brand_id = ? AND id IN `+in+
-		` AND status IN (?`+strings.Repeat(", ?", len(from)-1)+`) RETURNING id`, args...)
+	counts, err := tx.countsByWriter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	moves := map[countMove]int64{}
+	if counts {
+		// What the UPDATE below will move, read first: its RETURNING sees
+		// only the new rows. SQLite's one writer keeps the two in step.
+		rows, err := tx.query(ctx, `SELECT campaign_id, status, COALESCE(error_code, ''), count(*) FROM messages`+where+
+			` AND campaign_id IS NOT NULL GROUP BY campaign_id, status, error_code`, whereArgs...)
+		if err != nil {
+			return nil, fmt.Errorf("store: transition messages: %w", err)
+		}
+		defer rows.Close()
+		to := countColumn(t.Status, deref(t.ErrorCode))
+		for rows.Next() {
+			var campaign, n int64
+			var status, code string
+			if err := rows.Scan(&campaign, &status, &code, &n); err != nil {
+				return nil, fmt.Errorf("store: transition messages: %w", err)
+			}
+			moves[countMove{campaign: campaign, from: countColumn(status, code), to: to}] += n
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("store: transition messages: %w", err)
+		}
+		rows.Close()
+	}
+	rows, err := tx.query(ctx, `UPDATE messages SET `+set+where+` RETURNING id`, append(args, whereArgs...)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: transition messages: %w", err)
 	}
-	return collectIDs(rows)
+	moved, err := collectIDs(rows)
+	if err != nil || !counts {
+		return moved, err
+	}
+	return moved, tx.addCounts(ctx, moves)
 }
 
 // FindMessages returns the brand's messages ids, in id order.

@@ -25,9 +25,12 @@
 --    set it to at least this date_sent), so it gets a trigger of its own.
 -- 3. The simulator's pending index holds only unreported records: marking
 --    one reported removes its entry instead of moving it.
+-- 4. users_brand_unanswered (00015) goes: the inbox reads conversations
+--    since issue #32 and no query reads the index any more, while every
+--    write of a contact's activity maintained it.
 --
 -- PostgreSQL's counts and activity triggers run once per statement
--- (00026, 00053); it gets item 3 only (its 00057).
+-- (00026, 00053); it gets items 3 and 4 only (its 00057).
 
 -- +goose Up
 CREATE TABLE writer_counts (active INTEGER NOT NULL);
@@ -91,7 +94,12 @@ END;
 DROP INDEX sim_messages_pending;
 CREATE INDEX sim_messages_pending ON sim_messages (due_at, provider_id) WHERE reported = FALSE;
 
+DROP INDEX users_brand_unanswered;
+
 -- +goose Down
+CREATE INDEX users_brand_unanswered ON users (brand_id, last_inbound_at)
+	WHERE is_deleted = FALSE AND last_inbound_at > COALESCE(last_outbound_at, 0);
+
 DROP INDEX sim_messages_pending;
 CREATE INDEX sim_messages_pending ON sim_messages (reported, due_at, provider_id);
 

@@ -470,11 +470,17 @@ func (s *Service) SendCampaignBatch(ctx context.Context, brandID, campaignID int
 		batch []store.CampaignRecipient
 		prog  jobs.CampaignProgress
 	)
+	// Read before the transaction, which then holds SQLite's writer for
+	// less (store.Ahead).
+	ahead, err := s.db.ReadCampaignAhead(ctx, brandID, c.ID, s.campaignBatchSize())
+	if err != nil {
+		return jobs.CampaignProgress{}, err
+	}
 	err = s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
 		batch, prog = nil, jobs.CampaignProgress{}
 		cl, err := s.claimBatch(ctx, tx, brandID, set, idempotent,
 			func(limit int, provider string) ([]store.CampaignRecipient, error) {
-				return tx.ClaimCampaignMessages(ctx, brandID, c.ID, limit, provider)
+				return tx.ClaimCampaignMessages(ctx, brandID, c.ID, limit, provider, ahead)
 			},
 			func(before time.Time, limit int) ([]store.CampaignRecipient, error) {
 				return tx.ClaimStaleCampaignMessages(ctx, brandID, c.ID, before, limit)

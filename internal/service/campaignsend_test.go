@@ -493,12 +493,16 @@ func TestCampaignCrashRecovery(t *testing.T) {
 			}
 			// The dead sender: it claimed 4 and handed them to the provider.
 			var claimed []int64
+			ahead, err := e.App.DB.ReadCampaignAhead(e.Ctx, c.BrandID, c.ID, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error {
 				provider := ""
 				if !idempotent {
 					provider = "crashy"
 				}
-				rs, err := tx.ClaimCampaignMessages(e.Ctx, c.BrandID, c.ID, 4, provider)
+				rs, err := tx.ClaimCampaignMessages(e.Ctx, c.BrandID, c.ID, 4, provider, ahead)
 				for _, r := range rs {
 					claimed = append(claimed, r.MessageID)
 				}
@@ -740,9 +744,13 @@ func overtakes(t *testing.T, e *apitest.Env, p *gateProvider, user int64, what s
 func claimCampaign(t *testing.T, e *apitest.Env, c *parley.Campaign, limit, want int) []store.CampaignRecipient {
 	t.Helper()
 	var claimed []store.CampaignRecipient
+	ahead, err := e.App.DB.ReadCampaignAhead(e.Ctx, c.BrandID, c.ID, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := e.App.DB.WithTx(e.Ctx, func(tx *store.Tx) error {
 		var err error
-		claimed, err = tx.ClaimCampaignMessages(e.Ctx, c.BrandID, c.ID, limit, "")
+		claimed, err = tx.ClaimCampaignMessages(e.Ctx, c.BrandID, c.ID, limit, "", ahead)
 		return err
 	}); err != nil || len(claimed) != want {
 		t.Fatalf("claim: %d, %v; want %d", len(claimed), err, want)

@@ -40,11 +40,15 @@ func (s *Service) SendFlowBatch(ctx context.Context, brandID, flowID int64) (job
 		found map[int64]*parley.Message
 		prog  jobs.CampaignProgress
 	)
+	ahead, err := s.db.ReadFlowAhead(ctx, brandID, flowID, s.campaignBatchSize())
+	if err != nil {
+		return jobs.CampaignProgress{}, err
+	}
 	err = s.db.WithBackgroundTx(ctx, func(tx *store.Tx) error {
 		batch, found, prog = nil, map[int64]*parley.Message{}, jobs.CampaignProgress{}
 		cl, err := s.claimBatch(ctx, tx, brandID, set, idempotent,
 			func(limit int, provider string) ([]store.CampaignRecipient, error) {
-				return tx.ClaimFlowMessages(ctx, brandID, flowID, limit, provider)
+				return tx.ClaimFlowMessages(ctx, brandID, flowID, limit, provider, ahead)
 			},
 			func(before time.Time, limit int) ([]store.CampaignRecipient, error) {
 				return tx.ClaimStaleFlowMessages(ctx, brandID, flowID, before, limit)

@@ -100,6 +100,17 @@ const claimedRecipient = `messages.id, messages.user_id,
 
 // collectRecipients reads the rows of claimedRecipient, in id order.
 func collectRecipients(rows *sql.Rows) ([]CampaignRecipient, error) {
+	out, err := scanRecipients(rows)
+	sortRecipients(out)
+	return out, err
+}
+
+func sortRecipients(rs []CampaignRecipient) {
+	slices.SortFunc(rs, func(a, b CampaignRecipient) int { return cmp.Compare(a.MessageID, b.MessageID) })
+}
+
+// scanRecipients reads the rows of claimedRecipient, in their order.
+func scanRecipients(rows *sql.Rows) ([]CampaignRecipient, error) {
 	defer rows.Close()
 	var out []CampaignRecipient
 	for rows.Next() {
@@ -111,40 +122,60 @@ func collectRecipients(rows *sql.Rows) ([]CampaignRecipient, error) {
 		r.Consent = nullBool(consent)
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b CampaignRecipient) int { return cmp.Compare(a.MessageID, b.MessageID) })
 	return out, rows.Err()
 }
 
 // ClaimCampaignMessages claims up to limit of the campaign's queued,
 // unclaimed messages that are due (not held past now), in the order of
 // messages_campaign_queue, by setting sending_at to now — only while the
-// campaign is sending — and returns their recipients, in id order. provider, when not empty,
-// is recorded as MarkSending does (a provider that is not idempotent).
-func (tx *Tx) ClaimCampaignMessages(ctx context.Context, brandID, campaignID int64, limit int, provider string) ([]CampaignRecipient, error) {
-	return tx.claimQueued(ctx, "campaign_id", brandID, campaignID, limit, provider,
-		`AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ? AND c.status = 'sending')`, campaignID)
+// campaign is sending — and returns their recipients, in id order.
+// provider, when not empty, is recorded as MarkSending does (a provider
+// that is not idempotent). ahead, when read (SQLite), are the messages to
+// claim, read before the transaction.
+func (tx *Tx) ClaimCampaignMessages(ctx context.Context, brandID, campaignID int64, limit int, provider string, ahead *Ahead) ([]CampaignRecipient, error) {
+	return tx.claimQueued(ctx, campaignSource, brandID, campaignID, limit, provider, ahead)
 }
 
 // ClaimFlowMessages is ClaimCampaignMessages for the flow's queued
 // messages (messages_flow_queue, D21): a flow is no gate of its own, as
 // its messages were written by steps that ran.
-func (tx *Tx) ClaimFlowMessages(ctx context.Context, brandID, flowID int64, limit int, provider string) ([]CampaignRecipient, error) {
-	return tx.claimQueued(ctx, "flow_id", brandID, flowID, limit, provider, "")
+func (tx *Tx) ClaimFlowMessages(ctx context.Context, brandID, flowID int64, limit int, provider string, ahead *Ahead) ([]CampaignRecipient, error) {
+	return tx.claimQueued(ctx, flowSource, brandID, flowID, limit, provider, ahead)
 }
 
-// claimQueued claims the due messages of a source of queued messages
-// whose id is in column (campaign_id, flow_id), guard (with its args)
-// being a further condition of the pick.
-func (tx *Tx) claimQueued(ctx context.Context, column string, brandID, id int64, limit int, provider, guard string, guardArgs ...any) ([]CampaignRecipient, error) {
+// queuedSource is a source of queued messages: the column that names it
+// (campaign_id, flow_id) and the further condition of a claim (with one
+// argument, the source's id), "" for none.
+type queuedSource struct{ column, guard string }
+
+var (
+	campaignSource = queuedSource{"campaign_id", `AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ? AND c.status = 'sending')`}
+	flowSource     = queuedSource{"flow_id", ""}
+)
+
+// pick is the SELECT of up to limit ids of the source's due, unclaimed
+// queued messages in the order of its queue index, and its arguments.
+func (src queuedSource) pick(brandID, id int64, now int64, limit int) (string, []any) {
+	args := []any{id, now, brandID}
+	if src.guard != "" {
+		args = append(args, id)
+	}
+	return `SELECT id FROM messages WHERE ` + src.column + ` = ? AND status = 'queued' AND COALESCE(scheduled_at, 0) <= ?
+		AND sending_at IS NULL AND brand_id = ? ` + src.guard + `
+		ORDER BY COALESCE(scheduled_at, 0), id LIMIT ?`, append(args, limit)
+}
+
+// claimQueued claims the due messages of a source of queued messages.
+func (tx *Tx) claimQueued(ctx context.Context, src queuedSource, brandID, id int64, limit int, provider string, ahead *Ahead) ([]CampaignRecipient, error) {
 	now := micros(tx.now)
-	q := tx.claimUpdate(`sending_at = ?, attempts = attempts + 1, provider = COALESCE(?, provider)`,
-		`SELECT id FROM messages WHERE `+column+` = ? AND status = 'queued' AND COALESCE(scheduled_at, 0) <= ?
-		AND sending_at IS NULL AND brand_id = ? `+guard+`
-		ORDER BY COALESCE(scheduled_at, 0), id LIMIT ?`,
-		`messages.status = 'queued' AND messages.sending_at IS NULL`)
-	set := []any{now, nullIfEmpty(provider)}
-	pick := append(append([]any{id, now, brandID}, guardArgs...), limit)
-	rows, err := tx.query(ctx, q, tx.claimArgs(set, pick)...)
+	const set = `sending_at = ?, attempts = attempts + 1, provider = COALESCE(?, provider)`
+	setArgs := []any{now, nullIfEmpty(provider)}
+	if ahead != nil && ahead.read {
+		return tx.claimAhead(ctx, src, brandID, id, limit, set, setArgs, ahead)
+	}
+	pick, pickArgs := src.pick(brandID, id, now, limit)
+	q := tx.claimUpdate(set, pick, `messages.status = 'queued' AND messages.sending_at IS NULL`)
+	rows, err := tx.query(ctx, q, tx.claimArgs(setArgs, pickArgs)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim queued messages: %w", err)
 	}

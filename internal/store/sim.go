@@ -50,25 +50,25 @@ func (db *DB) SimAccept(ctx context.Context, rec SimRecord) (SimRecord, bool, er
 }
 
 // SimCursor is where a reading of due records stopped: the due_at and
-// provider id of the last one read (zero: from the start).
+// message id of the last one read (zero: from the start).
 type SimCursor struct {
-	DueAt      time.Time
-	ProviderID string
+	DueAt     time.Time
+	MessageID int64
 }
 
 // SimDue returns up to limit records whose final status is due by now and
 // not yet reported, after the cursor, in the order of due_at then
-// provider id.
+// message id.
 func (db *DB) SimDue(ctx context.Context, now time.Time, after SimCursor, limit int) ([]SimRecord, error) {
 	q := `SELECT provider_id, message_id, final_status, COALESCE(error_code, ''), COALESCE(error_message, ''), due_at
 	FROM sim_messages WHERE reported = FALSE AND due_at <= ?`
 	args := []any{micros(now)}
 	if after != (SimCursor{}) {
 		// A row value: both engines walk sim_messages_pending from it.
-		q += ` AND (due_at, provider_id) > (?, ?)`
-		args = append(args, micros(after.DueAt), after.ProviderID)
+		q += ` AND (due_at, message_id) > (?, ?)`
+		args = append(args, micros(after.DueAt), after.MessageID)
 	}
-	rows, err := db.query(ctx, q+` ORDER BY due_at, provider_id LIMIT ?`, append(args, limit)...)
+	rows, err := db.query(ctx, q+` ORDER BY due_at, message_id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: sim due: %w", err)
 	}
@@ -86,19 +86,15 @@ func (db *DB) SimDue(ctx context.Context, now time.Time, after SimCursor, limit 
 	return out, rows.Err()
 }
 
-// SimMarkReported records that the final statuses of the records named by
-// providerIDs were reported.
-func (db *DB) SimMarkReported(ctx context.Context, providerIDs []string) error {
-	if len(providerIDs) == 0 {
+// SimMarkReported records that the final statuses of the records of
+// messageIDs were reported.
+func (db *DB) SimMarkReported(ctx context.Context, messageIDs []int64) error {
+	if len(messageIDs) == 0 {
 		return nil
 	}
-	args := make([]any, len(providerIDs))
-	for i, id := range providerIDs {
-		args[i] = id
-	}
+	in, args := inList(messageIDs)
 	db.YieldWriter(ctx) // reports: the API's writes first
-	_, err := db.write.ExecContext(ctx, db.rebind(`UPDATE sim_messages SET reported = TRUE WHERE provider_id IN (?`+
-		strings.Repeat(", ?", len(providerIDs)-1)+`)`), args...)
+	_, err := db.write.ExecContext(ctx, db.rebind(`UPDATE sim_messages SET reported = TRUE WHERE message_id IN `+in), args...)
 	if err != nil {
 		return fmt.Errorf("store: sim reported: %w", err)
 	}

@@ -38,7 +38,7 @@ type Ledger interface {
 	SimAccept(ctx context.Context, rec store.SimRecord) (store.SimRecord, bool, error)
 	SimAcceptMany(ctx context.Context, recs []store.SimRecord) ([]store.SimRecord, int, error)
 	SimDue(ctx context.Context, now time.Time, after store.SimCursor, limit int) ([]store.SimRecord, error)
-	SimMarkReported(ctx context.Context, providerIDs []string) error
+	SimMarkReported(ctx context.Context, messageIDs []int64) error
 }
 
 // Provider is the simulator.
@@ -77,9 +77,9 @@ type Provider struct {
 	lastSend atomic.Int64
 
 	mu sync.Mutex
-	// putBack holds the records whose report the sink could not take,
-	// with when (real time) it is tried again.
-	putBack map[string]time.Time
+	// putBack holds the records whose report the sink could not take, by
+	// message id, with when (real time) each is tried again.
+	putBack map[int64]time.Time
 }
 
 // New returns a simulator keeping its state in ledger.
@@ -230,7 +230,7 @@ func (p *Provider) nextTick(n int) time.Duration {
 // (delivery.ErrNotYet: a report that overtook the sender's write, or a
 // sender that died between the provider call and that write, whose claim
 // waits to go stale), or its report failed — is put back for Retry, and
-// the reading goes on past it (in the order of due_at, then provider id):
+// the reading goes on past it (in the order of due_at, then message id):
 // the reports of every other message keep flowing (issue #31 item 13;
 // before, the first 500 such records were read again on every tick and
 // nothing after them was reported, for up to 108 s).
@@ -255,7 +255,7 @@ func (p *Provider) flush(ctx context.Context, sink delivery.Sink) (int, error) {
 		}
 		n += len(due)
 		last := due[len(due)-1]
-		after = store.SimCursor{DueAt: last.DueAt, ProviderID: last.ProviderID}
+		after = store.SimCursor{DueAt: last.DueAt, MessageID: last.MessageID}
 		reported, later, err := p.report(ctx, sink, p.ready(due))
 		failed = cmp.Or(failed, err)
 		// Marked once per batch: after a crash in between, the repeated
@@ -284,7 +284,7 @@ func (p *Provider) ready(due []store.SimRecord) []store.SimRecord {
 	now := time.Now()
 	out := due[:0:0]
 	for _, r := range due {
-		if until, ok := p.putBack[r.ProviderID]; !ok || !now.Before(until) {
+		if until, ok := p.putBack[r.MessageID]; !ok || !now.Before(until) {
 			out = append(out, r)
 		}
 	}
@@ -292,7 +292,7 @@ func (p *Provider) ready(due []store.SimRecord) []store.SimRecord {
 }
 
 // settle forgets the records reported and puts back those to try again.
-func (p *Provider) settle(reported, later []string) {
+func (p *Provider) settle(reported, later []int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, id := range reported {
@@ -302,7 +302,7 @@ func (p *Provider) settle(reported, later []string) {
 		return
 	}
 	if p.putBack == nil {
-		p.putBack = map[string]time.Time{}
+		p.putBack = map[int64]time.Time{}
 	}
 	now := time.Now()
 	for id, until := range p.putBack {
@@ -318,13 +318,13 @@ func (p *Provider) settle(reported, later []string) {
 
 func (p *Provider) retry() time.Duration { return cmp.Or(p.Retry, 250*time.Millisecond) }
 
-// report applies the reports of due and returns the provider ids of
+// report applies the reports of due and returns the message ids of
 // those applied and of those to try again later, and the first error of
 // a report: in one call when the sink takes batches (one transaction for
 // the whole batch), else Reporters at a time. A batch the sink refuses
 // whole is reported one at a time, so that one bad record cannot hold up
 // the others.
-func (p *Provider) report(ctx context.Context, sink delivery.Sink, due []store.SimRecord) (reported, later []string, failed error) {
+func (p *Provider) report(ctx context.Context, sink delivery.Sink, due []store.SimRecord) (reported, later []int64, failed error) {
 	if len(due) == 0 {
 		return nil, nil, nil
 	}
@@ -344,9 +344,9 @@ func (p *Provider) report(ctx context.Context, sink delivery.Sink, due []store.S
 		if err == nil {
 			for i, r := range due {
 				if errs[i] == nil {
-					reported = append(reported, r.ProviderID)
+					reported = append(reported, r.MessageID)
 				} else {
-					later = append(later, r.ProviderID)
+					later = append(later, r.MessageID)
 				}
 			}
 			return reported, later, nil
@@ -371,13 +371,13 @@ func (p *Provider) report(ctx context.Context, sink delivery.Sink, due []store.S
 			defer mu.Unlock()
 			switch {
 			case err == nil:
-				reported = append(reported, r.ProviderID)
+				reported = append(reported, r.MessageID)
 			case ctx.Err() != nil: // shutting down: the next start reports it
 			case errors.Is(err, delivery.ErrNotYet):
-				later = append(later, r.ProviderID)
+				later = append(later, r.MessageID)
 			default:
 				failed = cmp.Or(failed, err)
-				later = append(later, r.ProviderID)
+				later = append(later, r.MessageID)
 			}
 		})
 	}
@@ -392,8 +392,8 @@ func newSID() string {
 }
 
 // orderedSID is a batch's provider id: it sorts by message id, so a
-// campaign's ids land at the end of the indexes on them (sim_messages'
-// key, messages_provider_id) instead of at random pages — measured on
+// campaign's ids land at the end of the index on them
+// (messages_provider_id) instead of at random pages — measured on
 // SQLite, random ids made writing a batch's sends 4× slower than its
 // delivery reports once the indexes outgrew the page cache.
 func orderedSID(messageID int64) string {

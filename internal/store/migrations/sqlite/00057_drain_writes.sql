@@ -23,8 +23,13 @@
 --    users_brand_unanswered. sent → delivered with date_sent unchanged
 --    moves neither outbound_count nor last_outbound_at (the sent write
 --    set it to at least this date_sent), so it gets a trigger of its own.
--- 3. The simulator's pending index holds only unreported records: marking
---    one reported removes its entry instead of moving it.
+-- 3. The simulator's ledger is keyed by message id, the key its accept
+--    (ON CONFLICT) and its reports' mark look it up by, and its pending
+--    index holds only unreported records: an accept writes the row and one
+--    index entry instead of three (the provider id's and the message id's
+--    unique indexes went), and a mark removes the entry instead of moving
+--    it. It is the simulated carrier's state, not Parley's: its cost is
+--    the bench's, not a real provider's.
 -- 4. users_brand_unanswered (00015) goes: the inbox reads conversations
 --    since issue #32 and no query reads the index any more, while every
 --    write of a contact's activity maintained it.
@@ -91,8 +96,20 @@ BEGIN
 END;
 -- +goose StatementEnd
 
-DROP INDEX sim_messages_pending;
-CREATE INDEX sim_messages_pending ON sim_messages (due_at, provider_id) WHERE reported = FALSE;
+CREATE TABLE sim_ledger (
+	message_id    INTEGER PRIMARY KEY,
+	provider_id   TEXT    NOT NULL,
+	final_status  TEXT    NOT NULL,
+	error_code    TEXT,
+	error_message TEXT,
+	due_at        INTEGER NOT NULL,
+	reported      INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO sim_ledger (message_id, provider_id, final_status, error_code, error_message, due_at, reported)
+	SELECT message_id, provider_id, final_status, error_code, error_message, due_at, reported FROM sim_messages;
+DROP TABLE sim_messages;
+ALTER TABLE sim_ledger RENAME TO sim_messages;
+CREATE INDEX sim_messages_pending ON sim_messages (due_at, message_id) WHERE reported = FALSE;
 
 DROP INDEX users_brand_unanswered;
 
@@ -100,7 +117,19 @@ DROP INDEX users_brand_unanswered;
 CREATE INDEX users_brand_unanswered ON users (brand_id, last_inbound_at)
 	WHERE is_deleted = FALSE AND last_inbound_at > COALESCE(last_outbound_at, 0);
 
-DROP INDEX sim_messages_pending;
+CREATE TABLE sim_ledger (
+	provider_id   TEXT    PRIMARY KEY,
+	message_id    INTEGER NOT NULL UNIQUE,
+	final_status  TEXT    NOT NULL,
+	error_code    TEXT,
+	error_message TEXT,
+	due_at        INTEGER NOT NULL,
+	reported      INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO sim_ledger (provider_id, message_id, final_status, error_code, error_message, due_at, reported)
+	SELECT provider_id, message_id, final_status, error_code, error_message, due_at, reported FROM sim_messages;
+DROP TABLE sim_messages;
+ALTER TABLE sim_ledger RENAME TO sim_messages;
 CREATE INDEX sim_messages_pending ON sim_messages (reported, due_at, provider_id);
 
 DROP TRIGGER messages_delivered_activity;

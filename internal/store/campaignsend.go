@@ -400,17 +400,6 @@ func (tx *Tx) TransitionMany(ctx context.Context, brandID int64, ids []int64, t 
 	if len(from) == 0 {
 		return nil, fmt.Errorf("store: no transition to %q", t.Status)
 	}
-	args := []any{t.Status, toNullString(t.ErrorCode), toNullString(t.ErrorMessage)}
-	at := micros(t.At)
-	set := `status = ?, error_code = ?, error_message = ?`
-	switch t.Status {
-	case parley.StatusSent:
-		set += `, date_sent = ?`
-		args = append(args, at)
-	case parley.StatusDelivered:
-		set += `, date_sent = COALESCE(date_sent, ?), date_delivered = ?`
-		args = append(args, at, at)
-	}
 	in, idArgs := inList(ids)
 	where := ` WHERE +brand_id = ? AND id IN ` + in + ` AND status IN (?` + strings.Repeat(", ?", len(from)-1) + `)`
 	whereArgs := append([]any{brandID}, idArgs...)
@@ -422,11 +411,12 @@ func (tx *Tx) TransitionMany(ctx context.Context, brandID int64, ids []int64, t 
 		return nil, err
 	}
 	moves := map[countMove]int64{}
+	unsent := !counts // some of the messages have no date_sent (unknown: assume so)
 	if counts {
 		// What the UPDATE below will move, read first: its RETURNING sees
 		// only the new rows. SQLite's one writer keeps the two in step.
-		rows, err := tx.query(ctx, `SELECT campaign_id, status, COALESCE(error_code, ''), count(*) FROM messages`+where+
-			` AND campaign_id IS NOT NULL GROUP BY campaign_id, status, error_code`, whereArgs...)
+		rows, err := tx.query(ctx, `SELECT COALESCE(campaign_id, 0), status, COALESCE(error_code, ''), date_sent IS NULL, count(*)
+		FROM messages`+where+` GROUP BY campaign_id, status, error_code, date_sent IS NULL`, whereArgs...)
 		if err != nil {
 			return nil, fmt.Errorf("store: transition messages: %w", err)
 		}
@@ -435,15 +425,36 @@ func (tx *Tx) TransitionMany(ctx context.Context, brandID int64, ids []int64, t 
 		for rows.Next() {
 			var campaign, n int64
 			var status, code string
-			if err := rows.Scan(&campaign, &status, &code, &n); err != nil {
+			var noDate bool
+			if err := rows.Scan(&campaign, &status, &code, &noDate, &n); err != nil {
 				return nil, fmt.Errorf("store: transition messages: %w", err)
 			}
-			moves[countMove{campaign: campaign, from: countColumn(status, code), to: to}] += n
+			unsent = unsent || noDate
+			if campaign != 0 {
+				moves[countMove{campaign: campaign, from: countColumn(status, code), to: to}] += n
+			}
 		}
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("store: transition messages: %w", err)
 		}
 		rows.Close()
+	}
+	args := []any{t.Status, toNullString(t.ErrorCode), toNullString(t.ErrorMessage)}
+	at := micros(t.At)
+	set := `status = ?, error_code = ?, error_message = ?`
+	switch {
+	case t.Status == parley.StatusSent:
+		set += `, date_sent = ?`
+		args = append(args, at)
+	case t.Status == parley.StatusDelivered && unsent:
+		set += `, date_sent = COALESCE(date_sent, ?), date_delivered = ?`
+		args = append(args, at, at)
+	case t.Status == parley.StatusDelivered:
+		// Every one was sent (the reports of a batch): date_sent stays out
+		// of the SET, so SQLite leaves messages_user_campaign_sent's
+		// entries alone (it rewrites those of every column set).
+		set += `, date_delivered = ?`
+		args = append(args, at)
 	}
 	rows, err := tx.query(ctx, `UPDATE messages SET `+set+where+` RETURNING id`, append(args, whereArgs...)...)
 	if err != nil {

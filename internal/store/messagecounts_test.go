@@ -69,6 +69,10 @@ func TestTriggersFollowMessages(t *testing.T) {
 			store.Transition{Status: parley.StatusDelivered, At: segNow})
 		return err
 	})
+	// Those delivered from queued were sent then too.
+	if ids := messageIDs(t, f, `direction = 'outbound' AND status = 'delivered' AND date_sent IS NULL`); len(ids) > 0 {
+		t.Errorf("delivered without date_sent: %v", ids)
+	}
 	code, why := "30008", "unknown error"
 	tx("sent → failed", func(tx *store.Tx) error {
 		_, err := tx.TransitionMessage(ctx, f.brand, camp[1], store.Transition{Status: parley.StatusFailed, At: segNow,

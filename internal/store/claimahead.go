@@ -13,8 +13,13 @@ import (
 // transaction, and the claim in the transaction writes those of them that
 // are still queued, unclaimed and due (the guard of the source checked
 // again), and returns their recipients as read. What may change between
-// the two is decided later anyway: consent and deletion at the hand-over;
-// the time zone and state only say which sending window holds a message.
+// the two is decided later anyway: a withdrawal of consent or a deletion
+// at the hand-over; the time zone and state only say which sending window
+// holds a message. The other way round is not: a batch that read a
+// recipient deleted or opted out (which fails the message) is claimed as
+// before, reading every recipient in the transaction, so that one who
+// opted in again meanwhile is sent to. Such batches are rare: the
+// resolution left out who had opted out then.
 // PostgreSQL's claim picks its rows under locks in the transaction (FOR
 // UPDATE SKIP LOCKED, so two senders take different rows) and reads
 // nothing ahead.
@@ -53,6 +58,11 @@ func (db *DB) readAhead(ctx context.Context, src queuedSource, brandID, id int64
 	rs, err := scanRecipients(rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: read claim ahead: %w", err)
+	}
+	for _, r := range rs {
+		if r.Deleted || r.Consent != nil && !*r.Consent {
+			return nil, nil // claimed in the transaction (see above)
+		}
 	}
 	return &Ahead{read: true, recipients: rs}, nil
 }

@@ -73,6 +73,26 @@ func TestClaimAheadRechecks(t *testing.T) {
 		t.Fatalf("claimed %+v, want message %d to dee", got, msgs[1])
 	}
 
+	// A recipient read as opted out, who opted in again before the claim:
+	// the batch is claimed in the transaction, with what it reads there.
+	c3 := mustCampaign(t, f.db, f.brand, mustSegment(t, f, f.brand, parley.SegmentStandard))
+	if _, err := resolve(t, f.db, c3); err != nil {
+		t.Fatal(err)
+	}
+	setConsent := func(v bool) {
+		t.Helper()
+		if err := f.db.Exec(ctx, `UPDATE users SET messaging_consent = ? WHERE id = ?`, v, f.ids["ann"]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setConsent(false)
+	ahead = readAhead(c3)
+	setConsent(true)
+	got = claim(c3, ahead)
+	if len(got) != 2 || got[0].UserID != f.ids["ann"] || got[0].Consent == nil || !*got[0].Consent {
+		t.Fatalf("claimed %+v, want ann's message with her consent as it is now", got)
+	}
+
 	c2 := mustCampaign(t, f.db, f.brand, mustSegment(t, f, f.brand, parley.SegmentStandard))
 	if _, err := resolve(t, f.db, c2); err != nil {
 		t.Fatal(err)

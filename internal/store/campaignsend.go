@@ -410,34 +410,12 @@ func (tx *Tx) TransitionMany(ctx context.Context, brandID int64, ids []int64, t 
 	if err != nil {
 		return nil, err
 	}
-	moves := map[countMove]int64{}
-	unsent := !counts // some of the messages have no date_sent (unknown: assume so)
+	var moves map[countMove]int64
+	unsent := true // some of the messages may have no date_sent
 	if counts {
-		// What the UPDATE below will move, read first: its RETURNING sees
-		// only the new rows. SQLite's one writer keeps the two in step.
-		rows, err := tx.query(ctx, `SELECT COALESCE(campaign_id, 0), status, COALESCE(error_code, ''), date_sent IS NULL, count(*)
-		FROM messages`+where+` GROUP BY campaign_id, status, error_code, date_sent IS NULL`, whereArgs...)
-		if err != nil {
-			return nil, fmt.Errorf("store: transition messages: %w", err)
+		if moves, unsent, err = tx.movesAhead(ctx, where, whereArgs, countColumn(t.Status, deref(t.ErrorCode))); err != nil {
+			return nil, err
 		}
-		defer rows.Close()
-		to := countColumn(t.Status, deref(t.ErrorCode))
-		for rows.Next() {
-			var campaign, n int64
-			var status, code string
-			var noDate bool
-			if err := rows.Scan(&campaign, &status, &code, &noDate, &n); err != nil {
-				return nil, fmt.Errorf("store: transition messages: %w", err)
-			}
-			unsent = unsent || noDate
-			if campaign != 0 {
-				moves[countMove{campaign: campaign, from: countColumn(status, code), to: to}] += n
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("store: transition messages: %w", err)
-		}
-		rows.Close()
 	}
 	args := []any{t.Status, toNullString(t.ErrorCode), toNullString(t.ErrorMessage)}
 	at := micros(t.At)
@@ -465,6 +443,37 @@ func (tx *Tx) TransitionMany(ctx context.Context, brandID int64, ids []int64, t 
 		return moved, err
 	}
 	return moved, tx.addCounts(ctx, moves)
+}
+
+// movesAhead reads what an UPDATE of messages with where will move, as
+// TransitionMany counts it into the column to: its RETURNING sees only
+// the new rows, and SQLite's one writer keeps the read and the write in
+// step. unsent says whether any of the messages has no date_sent.
+func (tx *Tx) movesAhead(ctx context.Context, where string, whereArgs []any, to string) (map[countMove]int64, bool, error) {
+	rows, err := tx.query(ctx, `SELECT COALESCE(campaign_id, 0), status, COALESCE(error_code, ''), date_sent IS NULL, count(*)
+	FROM messages`+where+` GROUP BY campaign_id, status, error_code, date_sent IS NULL`, whereArgs...)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: transition messages: %w", err)
+	}
+	defer rows.Close()
+	moves := map[countMove]int64{}
+	unsent := false
+	for rows.Next() {
+		var campaign, n int64
+		var status, code string
+		var noDate bool
+		if err := rows.Scan(&campaign, &status, &code, &noDate, &n); err != nil {
+			return nil, false, fmt.Errorf("store: transition messages: %w", err)
+		}
+		unsent = unsent || noDate
+		if campaign != 0 {
+			moves[countMove{campaign: campaign, from: countColumn(status, code), to: to}] += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("store: transition messages: %w", err)
+	}
+	return moves, unsent, nil
 }
 
 // FindMessages returns the brand's messages ids, in id order.

@@ -281,6 +281,7 @@ func (q *Queue) Start(ctx context.Context) error {
 	if err := q.client.Start(ctx); err != nil {
 		return err
 	}
+	q.pilot.start()
 	if q.stop != nil {
 		// At once, not when River's leader is elected (seconds after a
 		// start): the job is unique, so every node may insert it.
@@ -297,6 +298,7 @@ func (q *Queue) Stop(ctx context.Context) error {
 	if !q.working {
 		return nil
 	}
+	q.pilot.stop()
 	if q.stop != nil {
 		q.stop.stop()
 	}

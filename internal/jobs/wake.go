@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -40,6 +42,32 @@ func (d *wakeDriver) PluginPilot() riverpilot.Pilot { return d.pilot }
 type wakePilot struct {
 	riverpilot.StandardPilot
 	notify func(context.Context, []*rivertype.JobInsertResult)
+
+	// River's Start starts its producers one queue at a time, and a job of
+	// a queue already started that woke a producer still being started
+	// raced with it (seen by -race in CI). From the start of Queue.Stop to
+	// the end of Queue.Start, wakes are kept in pending and made once the
+	// start is over.
+	mu      sync.Mutex
+	started bool
+	pending map[string]bool
+}
+
+// start makes the wakes kept while the queue was not started.
+func (p *wakePilot) start() {
+	p.mu.Lock()
+	p.started = true
+	queues := slices.Collect(maps.Keys(p.pending))
+	p.pending = nil
+	p.mu.Unlock()
+	p.wake(queues)
+}
+
+// stop keeps the wakes from now on until start.
+func (p *wakePilot) stop() {
+	p.mu.Lock()
+	p.started = false
+	p.mu.Unlock()
 }
 
 func (p *wakePilot) PilotInit(archetype *baseservice.Archetype, params *riverpilot.PilotInitParams) {
@@ -93,6 +121,18 @@ func (p *wakePilot) wake(queues []string) {
 	if p.notify == nil || len(queues) == 0 {
 		return
 	}
+	p.mu.Lock()
+	if !p.started {
+		if p.pending == nil {
+			p.pending = map[string]bool{}
+		}
+		for _, q := range queues {
+			p.pending[q] = true
+		}
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
 	res := make([]*rivertype.JobInsertResult, len(queues))
 	for i, name := range queues {
 		res[i] = &rivertype.JobInsertResult{Job: &rivertype.JobRow{Queue: name}}

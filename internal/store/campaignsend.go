@@ -130,7 +130,7 @@ func scanRecipients(rows *sql.Rows) ([]CampaignRecipient, error) {
 // messages_campaign_queue, by setting sending_at to now — only while the
 // campaign is sending — and returns their recipients, in id order.
 // provider, when not empty, is recorded as MarkSending does (a provider
-// that is not idempotent). ahead, when read (SQLite), are the messages to
+// that is not idempotent). ahead, when not nil (SQLite), are the messages to
 // claim, read before the transaction.
 func (tx *Tx) ClaimCampaignMessages(ctx context.Context, brandID, campaignID int64, limit int, provider string, ahead *Ahead) ([]CampaignRecipient, error) {
 	return tx.claimQueued(ctx, campaignSource, brandID, campaignID, limit, provider, ahead)
@@ -170,7 +170,7 @@ func (tx *Tx) claimQueued(ctx context.Context, src queuedSource, brandID, id int
 	now := micros(tx.now)
 	const set = `sending_at = ?, attempts = attempts + 1, provider = COALESCE(?, provider)`
 	setArgs := []any{now, nullIfEmpty(provider)}
-	if ahead != nil && ahead.read {
+	if ahead != nil {
 		return tx.claimAhead(ctx, src, brandID, id, limit, set, setArgs, ahead)
 	}
 	pick, pickArgs := src.pick(brandID, id, now, limit)

@@ -28,7 +28,6 @@ import (
 // messages it may claim, in the queue's order (by scheduled_at, then id),
 // with their recipients.
 type Ahead struct {
-	read       bool
 	recipients []CampaignRecipient
 }
 
@@ -64,7 +63,7 @@ func (db *DB) readAhead(ctx context.Context, src queuedSource, brandID, id int64
 			return nil, nil // claimed in the transaction (see above)
 		}
 	}
-	return &Ahead{read: true, recipients: rs}, nil
+	return &Ahead{recipients: rs}, nil
 }
 
 // claimAhead claims the first limit of ahead's messages that are still

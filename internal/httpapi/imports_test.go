@@ -837,9 +837,10 @@ func impExactlyOnce(t *testing.T, e *apitest.Env, imp *parley.Import, n int, dup
 }
 
 // TestImportResumesAfterStop: a run stopped after two committed batches
-// (as a crash would stop it) leaves the import at its last batch; the job
-// then goes on from there and every row is imported exactly once, its
-// event emitted once and its error reported once.
+// (as a crash would stop it) leaves the import at its last batch, though
+// its reader had read further (issue #35: it reads ahead of the commits);
+// the job then goes on from there and every row is imported exactly once,
+// its event emitted once and its error reported once.
 func TestImportResumesAfterStop(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/csvimport"
-	"github.com/parleyhq/parley/internal/phone"
 	"github.com/parleyhq/parley/internal/store"
 	"gocloud.dev/gcerrors"
 )
@@ -78,24 +76,31 @@ func (im *Importer) RunImport(ctx context.Context, brandID, id int64, opt RunOpt
 	}
 	defer rc.Close()
 	comma, _ := utf8First(rec.Delimiter)
-	run := &importRun{im: im, rec: rec, cols: cols, fields: fields, rd: csvimport.NewReader(rc, comma, rec.NextOffset, rec.NextLine)}
+	rows := &rowReader{s: im.s, batchSize: im.BatchSize, brandID: rec.BrandID, country: rec.DefaultCountry,
+		cols: cols, fields: fields, rd: csvimport.NewReader(rc, comma, rec.NextOffset, rec.NextLine)}
+	run := &importRun{im: im, rec: rec, rows: rows}
+	next, stop := rows.readAhead(ctx)
+	defer stop() // before rc closes
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		batch, eof, err := run.read(ctx)
+		b, ok := <-next
+		if !ok { // ended with ctx
+			return false, ctx.Err()
+		}
 		var pe *parley.Error
-		if errors.As(err, &pe) {
+		if errors.As(b.err, &pe) {
 			// The stored file no longer reads as it did when it was accepted.
-			return true, im.fail(ctx, rec, err)
+			return true, im.fail(ctx, rec, b.err)
 		}
-		if err != nil {
-			return false, err
+		if b.err != nil {
+			return false, b.err
 		}
-		if eof {
-			im.analyze(ctx, rec, len(batch))
+		if b.eof {
+			im.analyze(ctx, rec, len(b.rows))
 		}
-		if err := run.commit(ctx, batch, eof); errors.Is(err, errLostImport) {
+		if err := run.commit(ctx, b); errors.Is(err, errLostImport) {
 			return false, nil
 		} else if err != nil {
 			return false, err
@@ -104,7 +109,7 @@ func (im *Importer) RunImport(ctx context.Context, brandID, id int64, opt RunOpt
 			out := rec.Import
 			opt.Progress(&out)
 		}
-		if eof {
+		if b.eof {
 			im.s.blob.Delete(context.WithoutCancel(ctx), rec.BlobKey)
 			// This node's audience engine catches the brand up now, not at
 			// its next question (issue #34); other nodes' follow the log.
@@ -191,296 +196,9 @@ func (im *Importer) fail(ctx context.Context, rec *store.ImportRecord, reason er
 
 // importRun is one run of an import.
 type importRun struct {
-	im     *Importer
-	rec    *store.ImportRecord
-	cols   []column
-	fields map[string]*parley.CustomField
-	rd     *csvimport.Reader
-}
-
-// row is a row read and checked, not yet written.
-type row struct {
-	line int64
-	// errs are every error of a rejected row (D22); cells its cells as
-	// read, for the rejected-rows file (nil for a row that is not CSV).
-	errs  []*parley.ImportError
-	cells []string
-	// user is the user the row creates; fields and upd what it changes in
-	// an existing user (on_duplicate=update).
-	user        *parley.User
-	fields      parley.UserFields
-	upd         map[string]json.RawMessage
-	consentCell bool // messaging_consent had a value
-}
-
-// read reads and checks up to a batch of rows; eof says the file ended.
-func (run *importRun) read(ctx context.Context) ([]*row, bool, error) {
-	n := max(1, run.im.BatchSize)
-	batch := make([]*row, 0, n)
-	for len(batch) < n {
-		rec, line, err := run.rd.Read()
-		var re *csvimport.RowError
-		switch {
-		case errors.Is(err, io.EOF):
-			return batch, true, nil
-		case errors.As(err, &re):
-			batch = append(batch, &row{line: re.Line, errs: []*parley.ImportError{{Line: re.Line, Type: parley.EValidation, Msg: re.Msg}}})
-			continue
-		case err != nil:
-			return nil, false, err
-		}
-		r, err := run.check(ctx, rec, line)
-		if err != nil {
-			return nil, false, err
-		}
-		batch = append(batch, r)
-	}
-	return batch, false, nil
-}
-
-// check applies POST /users's validation to a row. Only an internal
-// failure is an error; a bad row comes back with every one of its errors
-// (D22).
-func (run *importRun) check(ctx context.Context, rec []string, line int64) (*row, error) {
-	r := &row{line: line, cells: slices.Clone(rec)} // rec is the reader's, reused
-	if len(rec) != len(run.cols) {
-		r.errs = []*parley.ImportError{{Line: line, Type: parley.EValidation,
-			Msg: fmt.Sprintf("the row has %d cells; the header has %d columns", len(rec), len(run.cols))}}
-		return r, nil
-	}
-	in := parley.UserCreate{PhoneNumber: parley.Null[string](), Channel: parley.Some(parley.ImportChannel)}
-	var custom []byte
-	var bad []*parley.ImportError
-	values := make([]string, len(rec)) // the cells as checked; "" for none or one already reported
-	for i, c := range run.cols {
-		if c.kind == colIgnore {
-			continue
-		}
-		// Checked before trimming, which would take a leading tab away
-		// and turn "\t=1+1" into a formula (#15).
-		if rule := parley.ControlCharRule(rec[i], false); rule != "" {
-			bad = append(bad, &parley.ImportError{Line: line, Field: c.name, Type: c.code(), Msg: c.name + ": " + rule})
-			continue
-		}
-		// A cell Parley neutralised on export reads as the value it was.
-		v := parley.FromFormulaSafe(strings.TrimSpace(rec[i]))
-		if v == "" {
-			continue // an empty cell is no value: null on create, untouched on update
-		}
-		switch c.kind {
-		case colPhone:
-			e164, err := run.phone(v)
-			if err != nil {
-				bad = append(bad, &parley.ImportError{Line: line, Field: c.name, Type: parley.EInvalidPhoneNumber, Msg: err.Error()})
-				continue
-			}
-			in.PhoneNumber = parley.Some(e164)
-		case colFirstName:
-			in.FirstName = parley.Some(v)
-		case colLastName:
-			in.LastName = parley.Some(v)
-		case colEmail:
-			in.EmailAddress = parley.Some(v)
-		case colDateOfBirth:
-			in.DateOfBirth = parley.Some(v)
-		case colPostalCode:
-			in.PostalCode = parley.Some(v)
-		case colConsent:
-			consent, ok := parseConsent(v)
-			if !ok {
-				bad = append(bad, &parley.ImportError{Line: line, Field: c.name, Type: parley.EValidation,
-					Msg: c.name + ": must be true, false, yes, no, 1, 0 or empty"})
-				continue
-			}
-			in.MessagingConsent = parley.Some(consent)
-			r.consentCell = true
-		case colCustom:
-			if custom == nil {
-				custom = append(custom, '{')
-			} else {
-				custom = append(custom, ',')
-			}
-			key, _ := json.Marshal(c.key)
-			custom = append(append(custom, key...), ':')
-			custom = appendCell(custom, run.fields[c.key], v)
-		}
-		values[i] = v
-	}
-	var whole error
-	if len(bad) == 0 {
-		u, err := run.im.s.NewUser(ctx, run.rec.BrandID, in)
-		if err == nil && custom != nil {
-			custom = append(custom, '}')
-			if r.upd, err = parseCustomData(custom, run.fields); err == nil {
-				u.CustomData, err = mergeCustomData(nil, r.upd, nil)
-			}
-		}
-		if err == nil {
-			r.user, r.fields = u, in.UserFields
-			return r, nil
-		}
-		whole = err
-	}
-	var err error
-	r.errs, err = run.diagnose(ctx, line, values, bad, whole)
-	return r, err
-}
-
-// phone reads a phone number cell: E.164 with its "+", or a national
-// number of the import's default country (D22).
-func (run *importRun) phone(v string) (string, error) {
-	if e164, ok := phone.NormalizeIn(v, run.rec.DefaultCountry, run.im.s.PhoneMode); ok {
-		return e164, nil
-	}
-	if strings.HasPrefix(v, "+") {
-		return "", errors.New("Invalid phone number [" + v + "] provided.")
-	}
-	return "", fmt.Errorf("Invalid phone number [%s] provided: not a phone number of %s (the import's default country); write a number of another country with + and its country code", v, run.rec.DefaultCountry)
-}
-
-// diagnose finds every error of a rejected row, one column at a time:
-// bad holds those found while reading it, whole the error of the row as a
-// whole, reported when no single column explains it (custom data over its
-// size limit).
-func (run *importRun) diagnose(ctx context.Context, line int64, values []string, bad []*parley.ImportError, whole error) ([]*parley.ImportError, error) {
-	errs := bad
-	reported := map[string]bool{}
-	for _, e := range bad {
-		reported[e.Field] = true
-	}
-	for i, c := range run.cols {
-		v := values[i]
-		if c.kind == colIgnore || c.kind == colConsent || reported[c.name] || (v == "" && c.kind != colPhone) {
-			continue
-		}
-		var err error
-		var f parley.UserFields
-		switch c.kind {
-		case colPhone:
-			if v == "" {
-				err = invalid("phone_number", "required")
-			}
-		case colFirstName:
-			f.FirstName = parley.Some(v)
-		case colLastName:
-			f.LastName = parley.Some(v)
-		case colEmail:
-			f.EmailAddress = parley.Some(v)
-		case colDateOfBirth:
-			f.DateOfBirth = parley.Some(v)
-		case colPostalCode:
-			f.PostalCode = parley.Some(v)
-		case colCustom:
-			key, _ := json.Marshal(c.key)
-			raw := appendCell(append(append([]byte{'{'}, key...), ':'), run.fields[c.key], v)
-			_, err = parseCustomData(append(raw, '}'), run.fields)
-		}
-		if c.kind != colPhone && c.kind != colCustom {
-			err = run.im.s.applyFields(&parley.User{BrandID: run.rec.BrandID}, &f)
-		}
-		if err != nil {
-			e, ierr := run.rowError(line, err)
-			if ierr != nil {
-				return nil, ierr
-			}
-			errs = append(errs, e)
-		}
-	}
-	if len(errs) == 0 && whole != nil {
-		e, err := run.rowError(line, whole)
-		if err != nil {
-			return nil, err
-		}
-		errs = append(errs, e)
-	}
-	if len(errs) == 0 { // cannot be: the row failed for a reason
-		errs = append(errs, &parley.ImportError{Line: line, Type: parley.EValidation, Msg: "the row could not be imported"})
-	}
-	return errs, nil
-}
-
-// rowError turns a validation error into the row's report, with the column
-// it names; any other error is an internal failure and is returned.
-func (run *importRun) rowError(line int64, err error) (*parley.ImportError, error) {
-	var pe *parley.Error
-	if !errors.As(err, &pe) {
-		return nil, err
-	}
-	e := &parley.ImportError{Line: line, Field: pe.Field, Type: pe.Code, Msg: pe.Message}
-	// Name the column as the file does: custom_data.tier is the column
-	// custom_tier; custom_data as a whole (its size) is no one column.
-	key, custom := strings.CutPrefix(pe.Field, "custom_data.")
-	for _, c := range run.cols {
-		if (custom && c.kind == colCustom && c.key == key) ||
-			(!custom && c.kind >= 0 && c.kind != colCustom && parley.ImportColumns[c.kind] == pe.Field) {
-			e.Field = c.name
-			if rest, ok := strings.CutPrefix(pe.Message, pe.Field+":"); ok {
-				e.Msg = c.name + ":" + rest
-			}
-		}
-	}
-	if pe.Field == "custom_data" {
-		e.Field = ""
-	}
-	return e, nil
-}
-
-// appendCell appends a cell as the JSON value POST /users would take for
-// the field: numbers for INTEGER and FLOAT, 1/0 as numbers for BOOLEAN, the
-// items of a|b|c for LIST, text otherwise. Text that is not what the field
-// wants stays text, so the field's validation reports it.
-func appendCell(b []byte, f *parley.CustomField, v string) []byte {
-	if f == nil || f.CustomDataType != parley.CustomList {
-		typ := 0
-		if f != nil {
-			typ = f.CustomDataType
-			v = enumSpelling(f, v)
-		}
-		return appendScalar(b, typ, v)
-	}
-	b = append(b, '[')
-	for i, item := range strings.Split(v, parley.ListSeparator) {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendScalar(b, f.Subtype, enumSpelling(f, strings.TrimSpace(item)))
-	}
-	return append(b, ']')
-}
-
-// enumSpelling is v as the field's enumeration spells it when v matches
-// one of its values ASCII case-insensitively (gold is Gold, D22), else v.
-func enumSpelling(f *parley.CustomField, v string) string {
-	for _, e := range f.AvailableEnumValues {
-		if e == v {
-			return v
-		}
-	}
-	for _, e := range f.AvailableEnumValues {
-		if equalFoldASCII(e, v) {
-			return e
-		}
-	}
-	return v
-}
-
-func appendScalar(b []byte, typ int, v string) []byte {
-	switch typ {
-	case parley.CustomInteger, parley.CustomFloat:
-		if isJSONNumber(v) {
-			return append(b, v...)
-		}
-	case parley.CustomBoolean:
-		if v == "1" || v == "0" {
-			return append(b, v...)
-		}
-	}
-	s, _ := json.Marshal(v)
-	return append(b, s...)
-}
-
-func isJSONNumber(v string) bool {
-	return v != "" && (v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) && json.Valid([]byte(v))
+	im   *Importer
+	rec  *store.ImportRecord
+	rows *rowReader // reads ahead: only its immutable fields are read here
 }
 
 // outcome is what a row did in one attempt at committing its batch.
@@ -496,7 +214,8 @@ const (
 // commit writes a batch, its events, its rejected rows and the import's
 // progress in one transaction. It leaves the rows untouched, so a
 // transaction that is retried starts over.
-func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error {
+func (run *importRun) commit(ctx context.Context, b readBatch) error {
+	batch, eof := b.rows, b.eof
 	s, rec := run.im.s, run.rec
 	brandID := rec.BrandID
 	update := rec.OnDuplicate == parley.OnDuplicateUpdate
@@ -648,7 +367,7 @@ func (run *importRun) commit(ctx context.Context, batch []*row, eof bool) error 
 		next.Skipped += counts[outSkipped]
 		next.Failed += counts[outFailed]
 		next.ProcessedRows += int64(len(batch))
-		next.NextOffset, next.NextLine = run.rd.Offset(), run.rd.Line()
+		next.NextOffset, next.NextLine = b.offset, b.line
 		if eof {
 			next.Status = parley.ImportCompleted
 			next.DateCompleted = &now
@@ -671,13 +390,13 @@ func (run *importRun) merge(ctx context.Context, tx *store.Tx, em *batchEmitter,
 	history *[]parley.HistoryEntry) (outcome, *parley.ImportError, error) {
 	before := *u
 	if err := run.im.s.applyFields(u, &r.fields); err != nil {
-		e, err := run.rowError(r.line, err)
+		e, err := run.rows.rowError(r.line, err)
 		return outFailed, e, err
 	}
 	if r.upd != nil {
 		var err error
-		if u.CustomData, err = mergeCustomData(u.CustomData, r.upd, run.fields); err != nil {
-			e, err := run.rowError(r.line, err)
+		if u.CustomData, err = mergeCustomData(u.CustomData, r.upd, run.rows.fields); err != nil {
+			e, err := run.rows.rowError(r.line, err)
 			return outFailed, e, err
 		}
 	}

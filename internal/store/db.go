@@ -206,6 +206,9 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("store: empty sqlite path")
 	}
+	if stmtJournalErr != nil {
+		return nil, stmtJournalErr
+	}
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
@@ -228,15 +231,10 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 
 	// IMMEDIATE takes the write lock at BEGIN, so a transaction that reads
 	// then writes cannot fail half-way with SQLITE_BUSY. The checkpointer
-	// copies the WAL (checkpoint.go). temp_store(MEMORY) keeps the writer's
-	// statement journals in memory: a statement after the first of a
-	// transaction (every write of a group commit) copies each page it
-	// changes there first, and past 64 KiB (one contact's row and its
-	// indexes) SQLite moved the journal to a temporary file, two pwrite
-	// calls a page: 29 % of the server's CPU in keyed creates (issue #35).
+	// copies the WAL (checkpoint.go).
 	rw := base + params.Encode()
 	write, err := openSQLiteDB(rw +
-		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_txlock=immediate&_pragma=temp_store(MEMORY)", walBackstopPages))
+		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", walBackstopPages))
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}

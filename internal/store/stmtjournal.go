@@ -14,10 +14,10 @@ import (
 // first, so that it can be undone alone. SQLite's default is 64 KiB:
 // less than one contact's insert with its nine indexes, so every create
 // of a group commit moved its journal to a file, two pwrite calls a page
-// (29 % of the server's CPU in keyed creates, 12 % of a campaign's
-// drain). 16 MiB holds the journal of any statement the API or a
-// campaign's batches run; a bulk statement larger than that (an import
-// batch's, a segment's members cleared) still goes to a file, so the
+// (29 % of the server's CPU in keyed creates; a campaign's drain 12 %
+// faster without). 16 MiB holds the journal of any statement the API or
+// a campaign's batches run; a bulk statement larger than that (a segment
+// of a million contacts cleared, say) still goes to a file, so the
 // memory this takes stays bounded. Only the one writer connection keeps
 // statement journals: readers write nothing.
 const stmtJournalSpill = 16 << 20

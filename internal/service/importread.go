@@ -56,12 +56,13 @@ type readBatch struct {
 // readAhead reads the file's batches in a goroutine while the caller
 // commits the ones before: reading and checking rows takes about a fifth
 // of an import's CPU, which the other core then does beside the writes
-// (issue #35). The goroutine reads at most one batch ahead and ends after
-// the last batch, a failed read, or ctx's end; stop cancels it and waits
-// for it, so the file can be closed after stop returns.
+// (issue #35). The channel is unbuffered, so the goroutine reads one
+// batch ahead and waits for it to be taken: two batches are held at most.
+// It ends after the last batch, a failed read, or ctx's end; stop cancels
+// it and waits for it, so the file can be closed after stop returns.
 func (rr *rowReader) readAhead(ctx context.Context) (next <-chan readBatch, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	ch := make(chan readBatch, 1)
+	ch := make(chan readBatch)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -144,16 +145,6 @@ func (rr *rowReader) check(ctx context.Context, rec []string, line int64) (*row,
 				continue
 			}
 			in.PhoneNumber = parley.Some(e164)
-		case colFirstName:
-			in.FirstName = parley.Some(v)
-		case colLastName:
-			in.LastName = parley.Some(v)
-		case colEmail:
-			in.EmailAddress = parley.Some(v)
-		case colDateOfBirth:
-			in.DateOfBirth = parley.Some(v)
-		case colPostalCode:
-			in.PostalCode = parley.Some(v)
 		case colConsent:
 			consent, ok := parseConsent(v)
 			if !ok {
@@ -172,6 +163,8 @@ func (rr *rowReader) check(ctx context.Context, rec []string, line int64) (*row,
 			key, _ := json.Marshal(c.key)
 			custom = append(append(custom, key...), ':')
 			custom = appendCell(custom, rr.fields[c.key], v)
+		default:
+			setTextField(&in.UserFields, c.kind, v)
 		}
 		values[i] = v
 	}
@@ -207,6 +200,28 @@ func (rr *rowReader) phone(v string) (string, error) {
 	return "", fmt.Errorf("Invalid phone number [%s] provided: not a phone number of %s (the import's default country); write a number of another country with + and its country code", v, rr.country)
 }
 
+// setTextField sets the member of f that a text column of kind names to
+// v, and reports whether kind is such a column.
+func setTextField(f *parley.UserFields, kind int, v string) bool {
+	var m *parley.Optional[string]
+	switch kind {
+	case colFirstName:
+		m = &f.FirstName
+	case colLastName:
+		m = &f.LastName
+	case colEmail:
+		m = &f.EmailAddress
+	case colDateOfBirth:
+		m = &f.DateOfBirth
+	case colPostalCode:
+		m = &f.PostalCode
+	default:
+		return false
+	}
+	*m = parley.Some(v)
+	return true
+}
+
 // diagnose finds every error of a rejected row, one column at a time:
 // bad holds those found while reading it, whole the error of the row as a
 // whole, reported when no single column explains it (custom data over its
@@ -229,23 +244,14 @@ func (rr *rowReader) diagnose(ctx context.Context, line int64, values []string, 
 			if v == "" {
 				err = invalid("phone_number", "required")
 			}
-		case colFirstName:
-			f.FirstName = parley.Some(v)
-		case colLastName:
-			f.LastName = parley.Some(v)
-		case colEmail:
-			f.EmailAddress = parley.Some(v)
-		case colDateOfBirth:
-			f.DateOfBirth = parley.Some(v)
-		case colPostalCode:
-			f.PostalCode = parley.Some(v)
 		case colCustom:
 			key, _ := json.Marshal(c.key)
 			raw := appendCell(append(append([]byte{'{'}, key...), ':'), rr.fields[c.key], v)
 			_, err = parseCustomData(append(raw, '}'), rr.fields)
-		}
-		if c.kind != colPhone && c.kind != colCustom {
-			err = rr.s.applyFields(&parley.User{BrandID: rr.brandID}, &f)
+		default:
+			if setTextField(&f, c.kind, v) {
+				err = rr.s.applyFields(&parley.User{BrandID: rr.brandID}, &f)
+			}
 		}
 		if err != nil {
 			e, ierr := rr.rowError(line, err)

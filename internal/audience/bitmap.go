@@ -67,3 +67,24 @@ func (b bitmap) next(i int) int {
 	}
 	return -1
 }
+
+// prev returns the last set row at or before i, or −1.
+func (b bitmap) prev(i int) int {
+	if i < 0 || len(b) == 0 {
+		return -1
+	}
+	w := i >> 6
+	if w >= len(b) {
+		w, i = len(b)-1, len(b)<<6-1
+	}
+	x := b[w] << (63 - uint(i)&63)
+	if x != 0 {
+		return i - bits.LeadingZeros64(x)
+	}
+	for w--; w >= 0; w-- {
+		if b[w] != 0 {
+			return w<<6 + 63 - bits.LeadingZeros64(b[w])
+		}
+	}
+	return -1
+}

@@ -61,7 +61,7 @@ func (s *Service) ListContacts(ctx context.Context, brandID int64, in ContactLis
 		}
 		q.After, q.Back = &k, back
 	}
-	page, err := s.db.ContactList(ctx, brandID, q)
+	page, err := s.aud.ContactList(ctx, brandID, q)
 	if err != nil {
 		return nil, s.audienceErr(in.Filter.SegmentID, err)
 	}

@@ -114,6 +114,20 @@ func BenchmarkConsolePages(b *testing.B) {
 			reportPercentiles(b, ds)
 		})
 	}
+	// While a brand loads, SQL answers the latest-activity order: a sort of
+	// the brand's contacts, no index since migration 00058.
+	b.Run("list-activity-loading", func(b *testing.B) {
+		aud := e.App.Service.Audience()
+		aud.Off = true
+		defer func() { aud.Off = false }()
+		ds := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			t0 := time.Now()
+			get(b, "/console/contacts?sort=activity")
+			ds = append(ds, time.Since(t0))
+		}
+		reportPercentiles(b, ds)
+	})
 	// The dashboard's figures are kept 30 s; this is the read behind them,
 	// which the first view after that pays.
 	b.Run("dashboard-uncached", func(b *testing.B) {

@@ -23,6 +23,11 @@ import (
 //     finds fewer than it shows ends where the window ended, with a link to
 //     look further. A filter no index serves (a segment, a custom field)
 //     so reads at most a window of rows per page, whatever the brand's size.
+//
+// The order by latest activity has no index (migration 00058): the
+// audience engine answers it from memory (audience.Engine.ContactList,
+// with ListedContacts); here it is a sort of the brand's contacts, for
+// while a brand loads.
 
 // ContactWindow is how many contacts, in the page's order, a page whose
 // filter no index serves looks through (a variable for tests only).

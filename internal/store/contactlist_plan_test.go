@@ -13,7 +13,7 @@ import (
 // order, on SQLite, whose plans do not depend on statistics; a filter no
 // index serves reads a window along the sort's index. The PostgreSQL side
 // is measured by BenchmarkConsolePages. The order by latest activity has
-// no index (00058): the audience engine answers it (audience.ContactList,
+// no index (00058): the audience engine answers it (audience's Engine.ContactList,
 // TestContactListActivityFromMemory), SQL only while a brand loads.
 func TestContactListPlans(t *testing.T) {
 	t.Parallel()

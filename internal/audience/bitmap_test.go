@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// TestBitmapNextPrev checks next and prev against a row-by-row search.
+// TestBitmapNextPrev checks next and prev against a row-by-row search,
+// prev also from past the last row.
 func TestBitmapNextPrev(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{0, 1, 63, 64, 65, 200, 1000} {
@@ -16,7 +17,7 @@ func TestBitmapNextPrev(t *testing.T) {
 					b.set(i)
 				}
 			}
-			for i := -1; i <= n; i++ {
+			for i := -1; i <= 64*len(b)+1; i++ {
 				wantNext, wantPrev := -1, -1
 				for j := max(i, 0); j < n; j++ {
 					if b.has(j) {
@@ -35,10 +36,8 @@ func TestBitmapNextPrev(t *testing.T) {
 						t.Fatalf("n %d: next(%d) = %d, want %d", n, i, got, wantNext)
 					}
 				}
-				if i < n {
-					if got := b.prev(i); got != wantPrev {
-						t.Fatalf("n %d: prev(%d) = %d, want %d", n, i, got, wantPrev)
-					}
+				if got := b.prev(i); got != wantPrev {
+					t.Fatalf("n %d: prev(%d) = %d, want %d", n, i, got, wantPrev)
 				}
 			}
 		}

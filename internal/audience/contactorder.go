@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/store"
@@ -22,24 +21,22 @@ func (e *Engine) ContactList(ctx context.Context, brandID int64, q store.Contact
 		return e.db.ContactList(ctx, brandID, q)
 	}
 	page := &store.ContactPage{}
+	// Memory holds state codes with ASCII letters folded, and the filter
+	// is SQL's exact match (store.ListedContacts); a contact deleted since
+	// the catch-up is gone. So a read may keep fewer than it found, and the
+	// next goes on from there, reading twice as many each time (SQL may
+	// drop most of the list). A contact whose activity moved between two
+	// reads is shown once.
+	seen := map[int64]bool{}
 	read := q
 	for {
-		// Memory holds state codes folded to lower case, and the filter is
-		// SQL's exact match (store.ListedContacts); a contact deleted since
-		// the catch-up is gone. So a read may keep fewer than it found, and
-		// the next goes on.
-		need := q.Limit + 1 - len(page.Keys)
-		read.Limit = need - 1
-		b, rows, err := e.evaluate(ctx, brandID, read.Audience)
-		e.answered(err)
+		keys, err := e.activityKeys(ctx, brandID, &read)
 		if errors.Is(err, ErrNotLoaded) {
 			return e.db.ContactList(ctx, brandID, q)
 		}
 		if err != nil {
 			return nil, err
 		}
-		keys := b.t.activityPage(rows, &read)
-		b.mu.Unlock()
 		users, err := e.db.ListedContacts(ctx, brandID, keyIDs(keys), &q)
 		if err != nil {
 			return nil, err
@@ -49,25 +46,39 @@ func (e *Engine) ContactList(ctx context.Context, brandID int64, q store.Contact
 			byID[u.ID] = u
 		}
 		for _, k := range keys {
-			if u := byID[k.ID]; u != nil {
+			if u := byID[k.ID]; u != nil && !seen[k.ID] {
+				seen[k.ID] = true
 				page.Users = append(page.Users, u)
 				page.Keys = append(page.Keys, k)
 			}
-		}
-		if len(keys) < need { // the list ends here
-			break
 		}
 		if len(page.Keys) > q.Limit {
 			page.Users, page.Keys, page.More = page.Users[:q.Limit], page.Keys[:q.Limit], true
 			break
 		}
+		if len(keys) <= read.Limit { // the list ends within this read
+			break
+		}
 		read.After = &keys[len(keys)-1]
+		read.Limit *= 2
 	}
 	if q.Back { // read backward: the list's order is the other way
 		slices.Reverse(page.Users)
 		slices.Reverse(page.Keys)
 	}
 	return page, nil
+}
+
+// activityKeys evaluates q's audience and returns the keys activityPage
+// finds for q.
+func (e *Engine) activityKeys(ctx context.Context, brandID int64, q *store.ContactQuery) ([]store.ContactKey, error) {
+	b, rows, err := e.evaluate(ctx, brandID, q.Audience)
+	e.answered(err)
+	if err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	return b.t.activityPage(rows, q), nil
 }
 
 func keyIDs(keys []store.ContactKey) []int64 {
@@ -81,8 +92,8 @@ func keyIDs(keys []store.ContactKey) []int64 {
 // activityPage returns the keys of up to q.Limit+1 members after q.After
 // in the order by latest activity (a text in or out, 0 for none: never
 // texted last), then id, both descending; or ascending when q.Back. The
-// consent and state filters apply here, the state's folded to lower case;
-// rows are the audience's members.
+// consent and state filters apply here, the state's with ASCII letters
+// folded as the column's; rows are the audience's members.
 func (t *table) activityPage(rows bitmap, q *store.ContactQuery) []store.ContactKey {
 	var consent int8 = 2 // any
 	switch q.Consent {
@@ -94,7 +105,7 @@ func (t *table) activityPage(rows bitmap, q *store.ContactQuery) []store.Contact
 		consent = -1
 	}
 	if q.StateCode != "" {
-		state := strings.ToLower(q.StateCode)
+		state := string(lowerAppend(nil, []byte(q.StateCode)))
 		inState := newBitmap(t.n)
 		t.text[cStateCode].match(inState, func(v string) bool { return v == state })
 		inState.and(rows)
@@ -121,7 +132,7 @@ func (t *table) activityPage(rows bitmap, q *store.ContactQuery) []store.Contact
 		if consent != 2 && t.consent[i] != consent {
 			continue
 		}
-		k := store.ContactKey{Activity: max(in[i], out[i], 0), ID: t.ids[i]}
+		k := store.ContactKey{Activity: max(stampOrZero(in[i]), stampOrZero(out[i])), ID: t.ids[i]}
 		if len(h.keys) == n && !before(k, h.keys[0]) || q.After != nil && !before(*q.After, k) {
 			continue
 		}
@@ -140,6 +151,14 @@ func (t *table) activityPage(rows bitmap, q *store.ContactQuery) []store.Contact
 		return 1
 	})
 	return keys
+}
+
+// stampOrZero is SQL's coalesce(stamp, 0).
+func stampOrZero(v int64) int64 {
+	if v == noStamp {
+		return 0
+	}
+	return v
 }
 
 // keyHeap keeps the first keys in an order: its root is the last kept,

@@ -125,10 +125,7 @@ func TestContactListActivityFromMemory(t *testing.T) {
 					}
 					continue
 				}
-				nu := randomUser(r, u.BrandID, 0)
-				nu.ID, nu.PhoneNumber, nu.DateCreated = u.ID, u.PhoneNumber, u.DateCreated
-				nu.IsDeleted = r.IntN(6) == 0
-				if err := tx.UpdateUser(ctx, nu); err != nil {
+				if _, err := rewriteUser(ctx, tx, r, u, 6); err != nil {
 					return err
 				}
 			}

@@ -116,6 +116,15 @@ func randomUser(r *rand.Rand, brandID int64, n int) *parley.User {
 	return u
 }
 
+// rewriteUser gives u new random data (its id, number and creation
+// kept), deleted one time in deletedOneIn, and stores it.
+func rewriteUser(ctx context.Context, tx *store.Tx, r *rand.Rand, u *parley.User, deletedOneIn int) (*parley.User, error) {
+	nu := randomUser(r, u.BrandID, 0)
+	nu.ID, nu.PhoneNumber, nu.DateCreated = u.ID, u.PhoneNumber, u.DateCreated
+	nu.IsDeleted = r.IntN(deletedOneIn) == 0
+	return nu, tx.UpdateUser(ctx, nu)
+}
+
 var opsByType = map[int64][]int64{
 	parley.CustomInteger: {1, 2, 3, 4, 5, 6, 10, 11},
 	parley.CustomFloat:   {1, 2, 3, 4, 5, 6, 10, 11},
@@ -262,11 +271,7 @@ func TestDifferential(t *testing.T) {
 		// Writes the engine must catch up: changed, deleted and new users.
 		if err := db.WithTx(ctx, func(tx *store.Tx) error {
 			for range 40 {
-				u := users[r.IntN(len(users))]
-				nu := randomUser(r, u.BrandID, 0)
-				nu.ID, nu.PhoneNumber, nu.DateCreated = u.ID, u.PhoneNumber, u.DateCreated
-				nu.IsDeleted = r.IntN(8) == 0
-				if err := tx.UpdateUser(ctx, nu); err != nil {
+				if _, err := rewriteUser(ctx, tx, r, users[r.IntN(len(users))], 8); err != nil {
 					return err
 				}
 			}

@@ -113,10 +113,8 @@ func TestSegmentEntrantsFromEngine(t *testing.T) {
 		if err := db.WithTx(ctx, func(tx *store.Tx) error {
 			for range 40 {
 				u := users[r.IntN(len(users))]
-				nu := randomUser(r, u.BrandID, 0)
-				nu.ID, nu.PhoneNumber, nu.DateCreated = u.ID, u.PhoneNumber, u.DateCreated
-				nu.IsDeleted = r.IntN(6) == 0
-				if err := tx.UpdateUser(ctx, nu); err != nil {
+				nu, err := rewriteUser(ctx, tx, r, u, 6)
+				if err != nil {
 					return err
 				}
 				*u = *nu

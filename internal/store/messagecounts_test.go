@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -16,7 +17,9 @@ import (
 // many messages moved by one statement (two of one contact among them,
 // which PostgreSQL's statement trigger sees together), a single
 // transition, sent → failed (a message leaving the counted statuses takes
-// its date with it) and a cancel (failed with error_code canceled). Each
+// its date with it), a cancel (failed with error_code canceled) and a
+// sent write of two messages of one contact and one of a contact whose
+// last text out is later. Each
 // contact whose activity a step moved is in the audience's change log
 // (00049; on PostgreSQL written by the activity trigger itself, 00053).
 func TestTriggersFollowMessages(t *testing.T) {
@@ -118,6 +121,28 @@ func TestTriggersFollowMessages(t *testing.T) {
 		}
 		_, err := tx.TransitionMany(ctx, f.brand, m4[1:], store.Transition{Status: parley.StatusFailed, At: segNow,
 			ErrorCode: &canceled, ErrorMessage: &why})
+		return err
+	})
+	// The sent write: two messages of one contact in one batch, and a
+	// contact whose last text out is later than the batch's.
+	later := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	if err := f.db.Exec(ctx, `INSERT INTO messages (brand_id, user_id, direction, status, type, date_created, date_sent)
+	VALUES (?, ?, 'outbound', 'queued', 'TRANSACTIONAL', 2, NULL), (?, ?, 'outbound', 'queued', 'TRANSACTIONAL', 2, NULL),
+	(?, ?, 'outbound', 'sent', 'TRANSACTIONAL', 2, ?), (?, ?, 'outbound', 'queued', 'TRANSACTIONAL', 2, NULL)`,
+		f.brand, f.ids["cy"], f.brand, f.ids["cy"], f.brand, f.ids["dee"], later, f.brand, f.ids["dee"]); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, f, "insert of four more")
+	queued := messageIDs(t, f, `status = 'queued' AND date_created = 2`)
+	if len(queued) != 3 {
+		t.Fatalf("queued %v, want 3", queued)
+	}
+	tx("sent write: two of one contact, one behind a later text", func(tx *store.Tx) error {
+		var sent []store.Sent
+		for i, id := range queued {
+			sent = append(sent, store.Sent{MessageID: id, ProviderID: fmt.Sprint("Q", i)})
+		}
+		_, err := tx.MarkSentMany(ctx, f.brand, "sim", sent)
 		return err
 	})
 	wantStats(t, f.db, c3, parley.CampaignStats{Recipients: 4, SkippedUnsubscribed: 2, Undelivered: 2})

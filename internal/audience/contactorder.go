@@ -22,7 +22,7 @@ func (e *Engine) ContactList(ctx context.Context, brandID int64, q store.Contact
 	}
 	page := &store.ContactPage{}
 	// Memory holds state codes with ASCII letters folded, and the filter
-	// is SQL's exact match (store.ListedContacts); a contact deleted since
+	// is SQL's exact match (DB.ListedContacts); a contact deleted since
 	// the catch-up is gone. So a read may keep fewer than it found, and the
 	// next goes on from there, reading twice as many each time (SQL may
 	// drop most of the list). A contact whose activity moved between two

@@ -29,8 +29,11 @@ func (e *Engine) ContactList(ctx context.Context, brandID int64, q store.Contact
 	// reads is shown once.
 	seen := map[int64]bool{}
 	read := q
-	for {
+	for pass := 0; ; pass++ {
 		keys, err := e.activityKeys(ctx, brandID, &read)
+		if pass == 0 { // one page is one answer, however many passes
+			e.answered(err)
+		}
 		if errors.Is(err, ErrNotLoaded) {
 			return e.db.ContactList(ctx, brandID, q)
 		}
@@ -73,7 +76,6 @@ func (e *Engine) ContactList(ctx context.Context, brandID int64, q store.Contact
 // finds for q.
 func (e *Engine) activityKeys(ctx context.Context, brandID int64, q *store.ContactQuery) ([]store.ContactKey, error) {
 	b, rows, err := e.evaluate(ctx, brandID, q.Audience)
-	e.answered(err)
 	if err != nil {
 		return nil, err
 	}

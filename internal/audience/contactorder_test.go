@@ -152,9 +152,13 @@ func samePage(t *testing.T, db *store.DB, eng *audience.Engine, brandID int64, q
 	if err != nil {
 		t.Fatalf("%s: SQL: %v", desc, err)
 	}
+	mem0, sql0 := eng.Answers()
 	got, err := eng.ContactList(t.Context(), brandID, q)
 	if err != nil {
 		t.Fatalf("%s: engine: %v", desc, err)
+	}
+	if mem, sql := eng.Answers(); mem+sql != mem0+sql0+1 {
+		t.Fatalf("%s: a page counted as %d answers, want 1", desc, mem+sql-mem0-sql0)
 	}
 	ids := func(p *store.ContactPage) []int64 {
 		var out []int64

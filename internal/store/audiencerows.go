@@ -275,12 +275,18 @@ func (db *DB) AudienceRowsByID(ctx context.Context, brandID int64, ids []int64) 
 
 // UsersByID returns the brand's users among ids, by id.
 func (db *DB) UsersByID(ctx context.Context, brandID int64, ids []int64) ([]*parley.User, error) {
+	return db.usersByID(ctx, brandID, ids, "")
+}
+
+// usersByID returns the brand's users among ids for which the condition
+// and (on the alias u, its parameters args; "" for none) holds, by id.
+func (db *DB) usersByID(ctx context.Context, brandID int64, ids []int64, and string, args ...any) ([]*parley.User, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	list, arg := db.idList(ids)
-	rows, err := db.query(ctx, `SELECT `+userColumns+` FROM users WHERE brand_id = ? AND id IN (`+list+`) ORDER BY id`,
-		brandID, arg)
+	rows, err := db.query(ctx, `SELECT `+prefixed("u.", userColumns)+` FROM users u
+		WHERE u.brand_id = ? AND u.id IN (`+list+`)`+and+` ORDER BY u.id`, append([]any{brandID, arg}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: users by id: %w", err)
 	}

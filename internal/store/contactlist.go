@@ -218,18 +218,8 @@ func (db *DB) ContactList(ctx context.Context, brandID int64, q ContactQuery) (*
 // in an order the audience engine keeps (its state codes are folded to
 // lower case; the filter here is the list's own).
 func (db *DB) ListedContacts(ctx context.Context, brandID int64, ids []int64, q *ContactQuery) ([]*parley.User, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	list, arg := db.idList(ids)
 	idx, idxArgs := indexFilter(q, "u.")
-	rows, err := db.query(ctx, `SELECT `+prefixed("u.", userColumns)+` FROM users u
-		WHERE u.brand_id = ? AND u.id IN (`+list+`) AND u.is_deleted = FALSE`+idx+` ORDER BY u.id`,
-		append([]any{brandID, arg}, idxArgs...)...)
-	if err != nil {
-		return nil, fmt.Errorf("store: listed contacts: %w", err)
-	}
-	return collect(rows, scanUserFrom)
+	return db.usersByID(ctx, brandID, ids, ` AND u.is_deleted = FALSE`+idx, idxArgs...)
 }
 
 // contactListSQL is ContactList's query (console_plan_test.go checks the

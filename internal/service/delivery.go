@@ -140,7 +140,7 @@ func (s *Service) Deliver(ctx context.Context, brandID, messageID int64, attempt
 			s.metrics.Sent(s.db.Now().Sub(d.Message.DateCreated.Time))
 		}
 		log.Info("delivery attempt", "outcome", "sent", "provider_id", receipt.ProviderID, "duration", took)
-		return s.db.WithGroupTx(ctx, parley.Origin{Source: parley.SourceCarrier}, func(ctx context.Context, tx *store.Tx) error {
+		return s.db.WithActivityGroupTx(ctx, parley.Origin{Source: parley.SourceCarrier}, func(ctx context.Context, tx *store.Tx) error {
 			ok, err := s.transition(ctx, tx, brandID, messageID, store.Transition{Status: parley.StatusSent, At: tx.Now(),
 				ProviderID: receipt.ProviderID, Provider: s.provider.Name()})
 			if err != nil || ok {
@@ -425,7 +425,7 @@ func (s *Service) ApplyStatus(ctx context.Context, u delivery.StatusUpdate) erro
 	}
 	// Reports arrive many at a time (the sim's batches, a carrier's
 	// callbacks): they share commits.
-	return s.db.WithGroupTx(ctx, parley.Origin{Source: parley.SourceCarrier, Detail: u.ErrorCode}, func(ctx context.Context, tx *store.Tx) error {
+	return s.db.WithActivityGroupTx(ctx, parley.Origin{Source: parley.SourceCarrier, Detail: u.ErrorCode}, func(ctx context.Context, tx *store.Tx) error {
 		t := store.Transition{Status: u.Status, At: u.At.UTC(), ProviderID: u.ProviderID}
 		if u.Status == parley.StatusFailed || u.Status == parley.StatusUndelivered {
 			code, msg := u.ErrorCode, u.ErrorMessage

@@ -26,7 +26,7 @@ func (db *DB) Rebind(q string) string { return db.rebind(q) }
 func (db *DB) Committers() int { return db.committers }
 
 // Queued is how many writes wait for a group committer.
-func (db *DB) Queued() int { return len(db.startGroup().queue) }
+func (db *DB) Queued() int { db.startGroup(&db.group); return len(db.group.queue) }
 
 // MigrateTo applies the schema migrations up to version, for tests of a
 // migration's data step.
@@ -102,3 +102,10 @@ func (db *DB) ForgetKeyRaces() { db.keyChecks.Store(0) }
 
 // ReadersInUse is how many reader connections are busy now.
 func (db *DB) ReadersInUse() int { return db.read.Stats().InUse }
+
+// AdvisoryLock takes PostgreSQL's transaction-level advisory lock key in
+// tx, as a writer of activity does (migration 00009).
+func (tx *Tx) AdvisoryLock(ctx context.Context, key int64) error {
+	_, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(?)`, key)
+	return err
+}

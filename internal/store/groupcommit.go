@@ -60,11 +60,16 @@ var ErrClosed = errors.New("store: closed")
 
 // inGroup queues op for the next group commit and waits for it.
 func (db *DB) inGroup(ctx context.Context, op *groupOp) error {
+	return db.inLane(ctx, &db.group, op)
+}
+
+// inLane queues op for the next group commit of lane g and waits for it.
+func (db *DB) inLane(ctx context.Context, g *groupCommit, op *groupOp) error {
 	op.done = make(chan struct{})
 	op.ctx = ctx
 	db.fgWaiting.Add(1)
 	defer db.fgWaiting.Add(-1)
-	g := db.startGroup()
+	db.startGroup(g)
 	select {
 	case g.queue <- op:
 	case <-g.closing:
@@ -86,8 +91,7 @@ func (db *DB) inGroup(ctx context.Context, op *groupOp) error {
 	return op.err
 }
 
-func (db *DB) startGroup() *groupCommit {
-	g := &db.group
+func (db *DB) startGroup(g *groupCommit) {
 	g.once.Do(func() {
 		g.queue = make(chan *groupOp, groupBatch)
 		g.closing = make(chan struct{})
@@ -98,7 +102,6 @@ func (db *DB) startGroup() *groupCommit {
 		}
 		go func() { wg.Wait(); close(g.stopped) }()
 	})
-	return g
 }
 
 func (db *DB) runGroup(g *groupCommit) {
@@ -133,9 +136,15 @@ func (db *DB) runGroup(g *groupCommit) {
 	}
 }
 
-// stopGroup ends the group committers; writes still queued get ErrClosed.
-func (db *DB) stopGroup() {
-	g := db.startGroup()
+// stopGroups ends the group committers of both lanes; writes still
+// queued get ErrClosed.
+func (db *DB) stopGroups() {
+	db.stopGroup(&db.group)
+	db.stopGroup(&db.activityGroup)
+}
+
+func (db *DB) stopGroup(g *groupCommit) {
+	db.startGroup(g)
 	g.stop.Do(func() { close(g.closing) })
 	<-g.stopped
 	for {

@@ -472,9 +472,7 @@ func (db *DB) WithOriginTx(ctx context.Context, o parley.Origin, fn func(tx *Tx)
 // returns o while fn runs. Never call it while holding the writer (inside
 // WithTx): on SQLite the group would wait for it forever.
 func (db *DB) WithGroupTx(ctx context.Context, o parley.Origin, fn func(ctx context.Context, tx *Tx) error) error {
-	err := db.inGroup(ctx, &groupOp{fn: fn, origin: o, signed: unrecorded(o), keyed: unclaimed(o)})
-	db.noteWrite(err)
-	return err
+	return db.laneTx(ctx, &db.group, o, fn)
 }
 
 // WithActivityGroupTx is WithGroupTx for a write that moves a contact's
@@ -488,10 +486,14 @@ func (db *DB) WithGroupTx(ctx context.Context, o parley.Origin, fn func(ctx cont
 // campaign drains). On SQLite, whose one writer every write waits for
 // alike, they share the API's group commits: one commit fewer.
 func (db *DB) WithActivityGroupTx(ctx context.Context, o parley.Origin, fn func(ctx context.Context, tx *Tx) error) error {
-	g := &db.group
 	if db.engine == "postgres" {
-		g = &db.activityGroup
+		return db.laneTx(ctx, &db.activityGroup, o, fn)
 	}
+	return db.laneTx(ctx, &db.group, o, fn)
+}
+
+// laneTx is WithGroupTx in the group commits of lane g.
+func (db *DB) laneTx(ctx context.Context, g *groupCommit, o parley.Origin, fn func(ctx context.Context, tx *Tx) error) error {
 	err := db.inLane(ctx, g, &groupOp{fn: fn, origin: o, signed: unrecorded(o), keyed: unclaimed(o)})
 	db.noteWrite(err)
 	return err

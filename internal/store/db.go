@@ -486,10 +486,16 @@ func (db *DB) WithGroupTx(ctx context.Context, o parley.Origin, fn func(ctx cont
 // campaign drains). On SQLite, whose one writer every write waits for
 // alike, they share the API's group commits: one commit fewer.
 func (db *DB) WithActivityGroupTx(ctx context.Context, o parley.Origin, fn func(ctx context.Context, tx *Tx) error) error {
+	return db.laneTx(ctx, db.activityLane(), o, fn)
+}
+
+// activityLane is the group commits of the writes that move a contact's
+// activity: their own on PostgreSQL, the API's on SQLite.
+func (db *DB) activityLane() *groupCommit {
 	if db.engine == "postgres" {
-		return db.laneTx(ctx, &db.activityGroup, o, fn)
+		return &db.activityGroup
 	}
-	return db.laneTx(ctx, &db.group, o, fn)
+	return &db.group
 }
 
 // laneTx is WithGroupTx in the group commits of lane g.

@@ -136,11 +136,13 @@ func (db *DB) runGroup(g *groupCommit) {
 	}
 }
 
-// stopGroups ends the group committers of both lanes; writes still
-// queued get ErrClosed.
+// stopGroups ends the group committers of every lane; writes still
+// queued get ErrClosed. A lane the engine does not use is not started.
 func (db *DB) stopGroups() {
 	db.stopGroup(&db.group)
-	db.stopGroup(&db.activityGroup)
+	if g := db.activityLane(); g != &db.group {
+		db.stopGroup(g)
+	}
 }
 
 func (db *DB) stopGroup(g *groupCommit) {

@@ -117,18 +117,21 @@ func TestRequestMetrics(t *testing.T) {
 // TestOperationalMetrics: /metrics carries the database pools of the
 // engine, the queue's backlog and the Go runtime and process (issue #6),
 // and on SQLite the signatures its replay index holds in memory (issue
-// #15).
+// #15) and the idempotency keys its key index holds (issue #35).
 func TestOperationalMetrics(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t)
 	e.MustCreateUser(t, e.A, parley.UserCreate{PhoneNumber: parley.Some("+14155552671")}) // one signed write
+	keyed(t, e, "POST", "/api/v1/users", `{"phone_number":"+14155552672"}`, "one key")
 	out := scrape(t, e)
 	pools := []string{`go_sql_max_open_connections{db_name="writer"} 1`, `go_sql_open_connections{db_name="reader"}`,
-		"\nparley_replay_signatures_indexed 1\n"}
+		"\nparley_replay_signatures_indexed 2\n", "\nparley_idempotency_keys_indexed 1\n"}
 	if apitest.Engine() == "postgres" {
 		pools = []string{`go_sql_in_use_connections{db_name="writer"}`, `go_sql_in_use_connections{db_name="reader"}`}
-		if strings.Contains(out, "parley_replay_signatures_indexed") {
-			t.Error("PostgreSQL has no replay index in memory, yet /metrics reports its size")
+		for _, name := range []string{"parley_replay_signatures_indexed", "parley_idempotency_keys_indexed"} {
+			if strings.Contains(out, name) {
+				t.Errorf("PostgreSQL has no index in memory, yet /metrics reports %s", name)
+			}
 		}
 	}
 	for _, want := range append(pools,

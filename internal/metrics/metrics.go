@@ -82,24 +82,32 @@ func New(queue QueueStats) *Metrics {
 	return m
 }
 
-// ReplayIndex is a store that may find replayed writes with an index in
-// the node's memory (SQLite's).
+// ReplayIndex is a store that may find replayed writes and idempotency
+// keys with indexes in the node's memory (SQLite's).
 type ReplayIndex interface {
 	// IndexedSignatures reports how many signatures the index holds, and
 	// whether the store has one.
 	IndexedSignatures() (int, bool)
+	// IndexedKeys reports how many idempotency keys the index holds, and
+	// whether the store has one.
+	IndexedKeys() (int, bool)
 }
 
-// WatchReplayIndex reports the size of r's index, when it has one, as
-// parley_replay_signatures_indexed.
+// WatchReplayIndex reports the size of r's indexes, when it has them, as
+// parley_replay_signatures_indexed and parley_idempotency_keys_indexed.
 func (m *Metrics) WatchReplayIndex(r ReplayIndex) {
-	if _, held := r.IndexedSignatures(); !held {
-		return
+	if _, held := r.IndexedSignatures(); held {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "parley_replay_signatures_indexed",
+			Help: "Signatures of signed writes the node's replay index holds in memory (SQLite): those of the last --clock-skew plus a minute, about 24 bytes each.",
+		}, func() float64 { n, _ := r.IndexedSignatures(); return float64(n) }))
 	}
-	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "parley_replay_signatures_indexed",
-		Help: "Signatures of signed writes the node's replay index holds in memory (SQLite): those of the last --clock-skew plus a minute, about 24 bytes each.",
-	}, func() float64 { n, _ := r.IndexedSignatures(); return float64(n) }))
+	if _, held := r.IndexedKeys(); held {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "parley_idempotency_keys_indexed",
+			Help: "Idempotency keys the node's key index holds in memory (SQLite): those of the last 24 hours, about 100 bytes each.",
+		}, func() float64 { n, _ := r.IndexedKeys(); return float64(n) }))
+	}
 }
 
 // Handler serves the registry in the Prometheus text format.

@@ -79,6 +79,9 @@ type DB struct {
 	// sigs indexes the recorded signatures on SQLite (replayindex.go);
 	// nil on PostgreSQL, whose table has its own unique index.
 	sigs *sigIndex
+	// keys indexes the stored idempotency keys on SQLite (keyindex.go);
+	// nil on PostgreSQL, whose table has its own unique index.
+	keys *keyIndex
 	// fgWaiting counts the group-commit writes queued and not yet done:
 	// background writes give way to them (YieldWriter).
 	fgWaiting atomic.Int64
@@ -277,6 +280,7 @@ func openSQLite(ctx context.Context, path string, opt Options) (*DB, error) {
 	}
 	db.ckpt = ckpt
 	db.sigs = newSigIndex()
+	db.keys = newKeyIndex()
 	return db, nil
 }
 
@@ -387,6 +391,10 @@ type Tx struct {
 	// sigsSynced says the transaction read the signatures log into the
 	// index (SQLite, replayindex.go).
 	sigsSynced bool
+	// keysSynced says the transaction read the keys log into the index,
+	// and keyRows are the key rows it stored (SQLite, keyindex.go).
+	keysSynced bool
+	keyRows    map[keyName]keyRef
 }
 
 // A Flusher finishes work that the writes of a transaction added to it.

@@ -85,6 +85,9 @@ func (tx *Tx) checkKey(ctx context.Context, kw *parley.KeyedWrite) error {
 // readKey returns the brand's key as stored (its answer not opened), nil
 // when there is none, and whether a request still holds it.
 func (tx *Tx) readKey(ctx context.Context, brandID int64, key string) (*parley.IdempotencyRecord, bool, error) {
+	if tx.db.keys != nil {
+		return tx.readLoggedKey(ctx, brandID, key)
+	}
 	rec, held, err := scanKey(tx.queryRow(ctx, qReadKey, brandID, key).Scan, tx.now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
@@ -122,6 +125,9 @@ func (tx *Tx) claimKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Ans
 // request's own claim is filled in (qStoreKey); without, it counts as held
 // like any other (qClaimKey: for a write that did not check its key first).
 func (tx *Tx) putKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answer, own bool) (bool, error) {
+	if tx.db.keys != nil {
+		return tx.putLoggedKey(ctx, kw, a, own)
+	}
 	at := micros(tx.now)
 	q, args := qClaimKey, append(tx.keyArgs(nil, kw, a, at), at, at)
 	if own {
@@ -423,17 +429,8 @@ func storeKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	if tx.db.engine == "sqlite" {
-		// Not own: a request's own claim is no key for a write of it to
-		// take (checkKeys refuses it; see readKeysFirst). One row a
-		// statement: multi-row INSERTs cost more (issue #15, session 9),
-		// SQLite keeping a statement journal of every page they touch.
-		for _, op := range ops {
-			if err := tx.claimKey(ctx, op.keyed, op.answer, false); err != nil {
-				return err
-			}
-		}
-		return nil
+	if tx.db.keys != nil {
+		return storeLoggedKeys(ctx, tx, ops)
 	}
 	slices.SortFunc(ops, func(a, b *groupOp) int {
 		return cmp.Or(cmp.Compare(a.keyed.BrandID, b.keyed.BrandID), strings.Compare(a.keyed.Key, b.keyed.Key))
@@ -503,6 +500,9 @@ func (db *DB) StoreIdempotentAnswer(ctx context.Context, kw *parley.KeyedWrite, 
 // left alone.
 func (db *DB) ReleaseIdempotencyKey(ctx context.Context, kw *parley.KeyedWrite) error {
 	return db.inGroup(ctx, &groupOp{fn: func(ctx context.Context, tx *Tx) error {
+		if tx.db.keys != nil {
+			return tx.releaseLoggedKey(ctx, kw)
+		}
 		_, err := tx.exec(ctx, qReleaseKey, kw.BrandID, kw.Key, micros(kw.LockedUntil), kw.Hash)
 		if err != nil {
 			return fmt.Errorf("store: release idempotency key: %w", err)

@@ -13,8 +13,10 @@ import (
 
 // TestSQLiteIdempotencyRowsMigration: migration 00018 keeps SQLite's
 // idempotency keys in a table whose rows go in the order stored (issue
-// #15: a stored answer no longer lands on a random page), and a key
-// stored before it still holds its answer after it (D13).
+// #15: a stored answer no longer lands on a random page), 00059 drops its
+// unique index on (brand, key) for the index in memory (issue #35: the
+// entry no longer lands on a random page either), and a key stored before
+// them still holds its answer after them (D13).
 func TestSQLiteIdempotencyRowsMigration(t *testing.T) {
 	t.Parallel()
 	if apitest.Engine() != "sqlite" {
@@ -49,6 +51,24 @@ func TestSQLiteIdempotencyRowsMigration(t *testing.T) {
 	}
 	if strings.Contains(strings.ToUpper(schema), "WITHOUT ROWID") {
 		t.Errorf("idempotency_keys is %s; want a table with rowids", schema)
+	}
+	var indexes []string
+	rows, err := db.Writer().QueryContext(ctx, `SELECT name FROM pragma_index_list('idempotency_keys')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		indexes = append(indexes, name)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(indexes) != 1 || indexes[0] != "idempotency_keys_expires" {
+		t.Errorf("idempotency_keys has the indexes %v; want only idempotency_keys_expires, appended to like the rows", indexes)
 	}
 
 	// The key holds its answer: the same request gets it, its write does not run.

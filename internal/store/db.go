@@ -67,10 +67,6 @@ type DB struct {
 	// activityGroup commits the small writes that move a contact's
 	// activity on PostgreSQL (WithActivityGroupTx).
 	activityGroup groupCommit
-	// keyChecks counts the SQLite groups that still read their keys
-	// before their writes run, after a group found a key held (see
-	// readKeysFirst).
-	keyChecks atomic.Int32
 	// committers is how many groups commit at once: one on SQLite, whose
 	// single writer would only queue more; several on PostgreSQL, where
 	// one goroutine running every write's statements in turn, a round trip
@@ -475,9 +471,9 @@ func (db *DB) WithOriginTx(ctx context.Context, o parley.Origin, fn func(tx *Tx)
 // Once queued, the call waits for the outcome even if ctx ends. A signed
 // request's signature is recorded in the same transaction (D2), and its
 // Idempotency-Key claimed there, as in WithOriginTx (D13) — except that
-// on SQLite fn may first run in a transaction that rolls back, when the
-// key turns out to be held once fn ran (see readKeysFirst); Tx.Origin
-// returns o while fn runs. Never call it while holding the writer (inside
+// on PostgreSQL fn may first run in a transaction that rolls back, when a
+// transaction beside it stored the key meanwhile; Tx.Origin returns o
+// while fn runs. Never call it while holding the writer (inside
 // WithTx): on SQLite the group would wait for it forever.
 func (db *DB) WithGroupTx(ctx context.Context, o parley.Origin, fn func(ctx context.Context, tx *Tx) error) error {
 	return db.laneTx(ctx, &db.group, o, fn)

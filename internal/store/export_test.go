@@ -96,10 +96,6 @@ func (db *DB) Plan(ctx context.Context, q string, args []any) string {
 // reads, so a test can make it take several.
 func (db *DB) SetBackfillBatch(n int) { db.backfillBatch = n }
 
-// ForgetKeyRaces lets the next SQLite group skip reading its keys first
-// again, as if no group had found a key held (see readKeysFirst).
-func (db *DB) ForgetKeyRaces() { db.keyChecks.Store(0) }
-
 // ReadersInUse is how many reader connections are busy now.
 func (db *DB) ReadersInUse() int { return db.read.Stats().InUse }
 

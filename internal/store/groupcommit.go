@@ -184,17 +184,9 @@ func (db *DB) commitGroup(batch []*groupOp) {
 	// when a number is taken, the group runs again, in one transaction,
 	// with each insert sent on its own.
 	hold := db.engine == "postgres" && len(batch) > 1
-	check := db.readKeysFirst()
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		err := runGroupOps(ctx, tx, batch, hold, check)
-		if !check && errors.Is(err, errKeyRace) {
-			db.keyChecks.Store(keyChecksAfterRace)
-		}
-		check = true // run again for errKeyRace, it reads the keys first
-		return err
-	})
+	err := db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch, hold) })
 	if hold && errors.Is(err, errBehindConflict) {
-		err = db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch, false, true) })
+		err = db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, batch, false) })
 	}
 	rerun := err != nil && len(batch) > 1 && !CommitUncertain(err)
 	// One deadline for all of them: when the database itself fails, the
@@ -230,7 +222,7 @@ func (op *groupOp) gone() bool {
 
 // runOne runs op in a transaction of its own.
 func (db *DB) runOne(ctx context.Context, op *groupOp) error {
-	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}, false, true) })
+	return db.WithTx(ctx, func(tx *Tx) error { return runGroupOps(ctx, tx, []*groupOp{op}, false) })
 }
 
 // finish reports the op's outcome once its transaction ended with err.
@@ -253,11 +245,8 @@ func (op *groupOp) finish(err error) {
 // runGroupOps records the batch's signatures and checks its keys, runs
 // its writes in order, then stores their keys. A write refused by its
 // signature or key does not run. With hold, the users the writes create
-// are held for one INSERT (writebehind.go). Without readKeys the keys are
-// not read before the writes run (see readKeysFirst): a held key then
-// fails the group with errKeyRace, when it is stored or, for a write
-// that refused, when it is read after.
-func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp, hold, readKeys bool) error {
+// are held for one INSERT (writebehind.go).
+func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp, hold bool) error {
 	for _, op := range batch {
 		op.failed, op.answer = nil, nil
 	}
@@ -271,10 +260,9 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp, hold, readKeys b
 	for op := range replayed {
 		op.failed = parley.ErrReplayed
 	}
-	if err := checkKeys(ctx, tx, batch, readKeys); err != nil {
+	if err := checkKeys(ctx, tx, batch); err != nil {
 		return err
 	}
-	var refused []*groupOp // keyed writes that refused, their keys unread
 	for _, op := range batch {
 		if op.failed != nil {
 			continue
@@ -286,12 +274,6 @@ func runGroupOps(ctx context.Context, tx *Tx, batch []*groupOp, hold, readKeys b
 			}
 			return err
 		}
-		if !readKeys && op.keyed != nil && op.failed != nil {
-			refused = append(refused, op)
-		}
-	}
-	if err := keysFree(ctx, tx, refused); err != nil {
-		return err
 	}
 	return storeKeys(ctx, tx, batch)
 }

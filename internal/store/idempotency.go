@@ -250,9 +250,8 @@ func answerAD(brandID int64, key string) []byte {
 // *parley.KeyTaken; one with the key of a write earlier in the batch, or
 // of an answer the batch stores, is held back (errHeldBack), to run after
 // the group and find that key there. An answer that cannot be opened
-// fails its write alone. Without read, only the batch's own keys are
-// checked; storeKeys and keysFree find the held ones.
-func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp, read bool) error {
+// fails its write alone.
+func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp) error {
 	var ops []*groupOp
 	first := map[brandKey]bool{}
 	for _, op := range batch {
@@ -276,9 +275,6 @@ func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp, read bool) error {
 		first[k] = true
 		ops = append(ops, op)
 	}
-	if !read {
-		return nil
-	}
 	held, err := tx.heldKeys(ctx, ops)
 	if err != nil {
 		return err
@@ -297,44 +293,6 @@ func checkKeys(ctx context.Context, tx *Tx, batch []*groupOp, read bool) error {
 	return nil
 }
 
-// keyChecksAfterRace is how many SQLite groups read their keys first after
-// a group found one held: each such find costs the group a second run,
-// so a client that keeps retrying with keys held costs one in this many
-// groups at most, and a lone retry little.
-const keyChecksAfterRace = 64
-
-// readKeysFirst reports whether a group reads its keys before its writes
-// run. PostgreSQL's groups do: the statement that records their
-// signatures reads them. SQLite's do not (one SELECT less per keyed write
-// on the single writer): a key held by another request is rare (a
-// retry), and a group that meets one finds it by storing it, and runs
-// again, reading its keys first, as do the groups after it for a while.
-func (db *DB) readKeysFirst() bool {
-	if db.engine != "sqlite" {
-		return true
-	}
-	if db.keyChecks.Load() <= 0 {
-		return false
-	}
-	db.keyChecks.Add(-1)
-	return true
-}
-
-// keysFree fails with errKeyRace when a request holds the key of one of
-// ops: keyed writes that refused (Unchanged) without their keys read
-// first. Run again, the group reads them first, and such a write is
-// answered with the key as stored instead of its refusal (D13).
-func keysFree(ctx context.Context, tx *Tx, ops []*groupOp) error {
-	if len(ops) == 0 {
-		return nil
-	}
-	held, err := tx.heldKeys(ctx, ops)
-	if err == nil && len(held) > 0 {
-		err = errKeyRace
-	}
-	return err
-}
-
 // brandKey names an idempotency key.
 type brandKey struct {
 	brand int64
@@ -342,11 +300,12 @@ type brandKey struct {
 }
 
 // heldKeys returns the keys of ops that a request still holds, as stored
-// (answers not opened): PostgreSQL reads them with one SELECT, SQLite with
-// a one-row SELECT each (see recordSignatures).
+// (answers not opened): PostgreSQL reads them with one SELECT (or with its
+// signatures: see recordSignatures), SQLite from its index in memory,
+// with a one-row SELECT for each key it has (keyindex.go).
 func (tx *Tx) heldKeys(ctx context.Context, ops []*groupOp) (map[brandKey]*parley.IdempotencyRecord, error) {
 	held := map[brandKey]*parley.IdempotencyRecord{}
-	if tx.db.engine == "sqlite" {
+	if tx.db.keys != nil {
 		for _, op := range ops {
 			k := brandKey{op.keyed.BrandID, op.keyed.Key}
 			rec, ok, err := tx.readKey(ctx, k.brand, k.key)

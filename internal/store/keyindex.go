@@ -270,9 +270,9 @@ func (tx *Tx) noteKey(n keyName, r keyRef) {
 var keyRowsPerInsert = []int{64, 16, 4, 1}
 
 // storeLoggedKeys is storeKeys on SQLite. Not own: a request's own claim
-// is no key for a write of it to take (checkKeys refuses it; see
-// readKeysFirst). A key with a row (taken over, or held: errKeyRace) is
-// stored alone; the new ones with an INSERT of many rows.
+// is no key for a write of it to take (checkKeys refuses it). A key with
+// a row (one to take over; held, it fails the group with errKeyRace) is
+// stored alone; the new ones with INSERTs of many rows.
 func storeLoggedKeys(ctx context.Context, tx *Tx, ops []*groupOp) error {
 	var fresh []*groupOp
 	for _, op := range ops {

@@ -123,7 +123,7 @@ func (tx *Tx) claimKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Ans
 // putKey stores kw's key with answer a (nil: a claim), and reports
 // whether it did; false when another request holds the key. With own, the
 // request's own claim is filled in (qStoreKey); without, it counts as held
-// like any other (qClaimKey: for a write that did not check its key first).
+// like any other (qClaimKey: a group's write storing its key).
 func (tx *Tx) putKey(ctx context.Context, kw *parley.KeyedWrite, a *parley.Answer, own bool) (bool, error) {
 	if tx.db.keys != nil {
 		return tx.putLoggedKey(ctx, kw, a, own)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/apitest"
-	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -32,11 +31,7 @@ func TestSQLiteKeyIndexSharesTheFile(t *testing.T) {
 	now := time.Now().Truncate(time.Microsecond)
 	clock := func() time.Time { return now }
 	open := func() *store.DB {
-		db, err := app.OpenDB(context.Background(), path, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := openFile(t, path)
 		db.Now = clock
 		return db
 	}
@@ -150,11 +145,7 @@ func TestSQLiteKeyIndexInsertsManyRows(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now().Truncate(time.Microsecond)
 	open := func() *store.DB {
-		db, err := app.OpenDB(context.Background(), path, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := openFile(t, path)
 		db.Now = func() time.Time { return now }
 		return db
 	}

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"encoding/binary"
 	"path/filepath"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/apitest"
-	"github.com/parleyhq/parley/internal/app"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -25,14 +23,7 @@ func TestSQLiteReplayIndexSharesTheFile(t *testing.T) {
 		t.Skip("PostgreSQL's signatures table has a unique index of its own")
 	}
 	path := "sqlite:" + filepath.Join(t.TempDir(), "parley.db")
-	open := func() *store.DB {
-		db, err := app.OpenDB(context.Background(), path, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	open := func() *store.DB { return openFile(t, path) }
 	ctx := t.Context()
 	now := time.Now()
 	expires := now.Add(time.Minute)

@@ -28,6 +28,18 @@ func mustOpenDB(t *testing.T) *store.DB {
 	return db
 }
 
+// openFile opens the SQLite database at path (sqlite:…), as another
+// process on the same file would, migrating it on first use.
+func openFile(t *testing.T, path string) *store.DB {
+	t.Helper()
+	db, err := app.OpenDB(context.Background(), path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func mustBrand(t *testing.T, db *store.DB) int64 {
 	t.Helper()
 	b := &parley.Brand{Name: "B", PhoneNumber: "+14155550100"}

@@ -482,63 +482,74 @@ func TestKeyedWriteStoredBeside(t *testing.T) {
 // TestKeyedWriteGroupsBeside: two groups committing side by side
 // (PostgreSQL's committers) that both found a key free: the one that
 // stores it second is run again, and its write with that key then finds
-// it taken and changes nothing, while the group's other write commits (D13).
+// it taken and changes nothing, while the group's other write, if it has
+// one, commits (D13). Alone in its group, the write's INSERT of the key
+// (no ON CONFLICT: issue #35) meets the primary key, and the group runs
+// again rather than fail.
 func TestKeyedWriteGroupsBeside(t *testing.T) {
 	if apitest.Engine() != "postgres" || mustOpenDB(t).Committers() < 2 {
 		t.Skip("groups side by side (PostgreSQL); SQLite has one writer")
 	}
-	db := mustOpenDB(t)
-	brand := mustBrand(t, db)
-	now := time.Now()
-	field := fieldWrite(brand)
-	var arrived sync.WaitGroup
-	arrived.Add(2)
-	started := make(chan struct{}, 2)
-	var runs atomic.Int64
-	write := func(i int) func(context.Context, *store.Tx) error {
-		return func(ctx context.Context, tx *store.Tx) error {
-			if runs.Add(1) <= 2 {
-				started <- struct{}{}
-				arrived.Done()
-				arrived.Wait() // both groups have checked the key
+	for _, beside := range []bool{true, false} {
+		t.Run(fmt.Sprint("unkeyed write beside=", beside), func(t *testing.T) {
+			db := mustOpenDB(t)
+			brand := mustBrand(t, db)
+			now := time.Now()
+			field := fieldWrite(brand)
+			var arrived sync.WaitGroup
+			arrived.Add(2)
+			started := make(chan struct{}, 2)
+			var runs atomic.Int64
+			write := func(i int) func(context.Context, *store.Tx) error {
+				return func(ctx context.Context, tx *store.Tx) error {
+					if runs.Add(1) <= 2 {
+						started <- struct{}{}
+						arrived.Done()
+						arrived.Wait() // both groups have checked the key
+					}
+					tx.Answer(i)
+					return field(ctx, tx)
+				}
 			}
-			tx.Answer(i)
-			return field(ctx, tx)
-		}
-	}
-	h := holdCommitters(t, db)
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Go(func() {
-			errs[i] = db.WithGroupTx(t.Context(), parley.Origin{Keyed: keyedWrite(brand, "beside", "request", now)}, write(i))
+			h := holdCommitters(t, db)
+			errs := make([]error, 3)
+			var wg sync.WaitGroup
+			for i := range 2 {
+				wg.Go(func() {
+					errs[i] = db.WithGroupTx(t.Context(), parley.Origin{Keyed: keyedWrite(brand, "beside", "request", now)}, write(i))
+				})
+				h.queued(1)
+				if i == 1 && beside { // an unkeyed write in the second group, which must commit
+					wg.Go(func() { errs[2] = db.WithGroupTx(t.Context(), parley.Origin{}, field) })
+					h.queued(2)
+				}
+				h.releaseOne()
+				<-started
+			}
+			wg.Wait()
+			if err := h.release(); err != nil {
+				t.Fatal(err)
+			}
+			// Both groups pass the barrier together: either may store the key first.
+			winner, loser := 0, 1
+			if errs[0] != nil {
+				winner, loser = 1, 0
+			}
+			var taken *parley.KeyTaken
+			if errs[winner] != nil || !errors.As(errs[loser], &taken) || errs[2] != nil {
+				t.Fatalf("outcomes %v; want one keyed write to commit, the other to find the key taken, the unkeyed one to commit", errs)
+			}
+			if a := taken.Record.Answer; a == nil || string(a.Body) != strconv.Itoa(winner) {
+				t.Errorf("the key as the loser found it: %+v, want the winner's answer %d", a, winner)
+			}
+			want := 1 // the first write's
+			if beside {
+				want = 2 // and the unkeyed write's
+			}
+			if got := countFields(t, db, brand); got != want {
+				t.Errorf("%d fields, want %d", got, want)
+			}
 		})
-		h.queued(1)
-		if i == 1 { // an unkeyed write in the second group, which must commit
-			wg.Go(func() { errs[2] = db.WithGroupTx(t.Context(), parley.Origin{}, field) })
-			h.queued(2)
-		}
-		h.releaseOne()
-		<-started
-	}
-	wg.Wait()
-	if err := h.release(); err != nil {
-		t.Fatal(err)
-	}
-	// Both groups pass the barrier together: either may store the key first.
-	winner, loser := 0, 1
-	if errs[0] != nil {
-		winner, loser = 1, 0
-	}
-	var taken *parley.KeyTaken
-	if errs[winner] != nil || !errors.As(errs[loser], &taken) || errs[2] != nil {
-		t.Fatalf("outcomes %v; want one keyed write to commit, the other to find the key taken, the unkeyed one to commit", errs)
-	}
-	if a := taken.Record.Answer; a == nil || string(a.Body) != strconv.Itoa(winner) {
-		t.Errorf("the key as the loser found it: %+v, want the winner's answer %d", a, winner)
-	}
-	if got := countFields(t, db, brand); got != 2 {
-		t.Errorf("%d fields, want the first write's and the unkeyed write's", got)
 	}
 }
 

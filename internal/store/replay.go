@@ -151,8 +151,10 @@ func (tx *Tx) scanSignatureOrKey(rows *sql.Rows, expires *int64, sig *[]byte) er
 		*expires = exp.Int64
 		return nil
 	}
+	k := brandKey{brand.Int64, key.String}
+	tx.noteKeyRow(k)
 	if rec, held := r.record(tx.now); held {
-		tx.readKeys[brandKey{brand.Int64, key.String}] = rec
+		tx.readKeys[k] = rec
 	}
 	return nil
 }

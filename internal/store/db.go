@@ -381,8 +381,8 @@ type Tx struct {
 	// readKeys are the keys a PostgreSQL group read with its signatures
 	// (recordSignatures), held by a request, for checkKeys; nil when not read.
 	readKeys map[brandKey]*parley.IdempotencyRecord
-	// keysWithRows are the keys a PostgreSQL group found rows of when it
-	// read them, held or not: only those can be taken over (storeKeys).
+	// keysWithRows are the keys a group found rows of when it read them,
+	// held or not: only those can be taken over (storeKeys).
 	keysWithRows map[brandKey]bool
 	// behind holds the users that a PostgreSQL group's writes created,
 	// for one INSERT (writebehind.go); nil sends each at once.

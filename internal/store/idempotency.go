@@ -308,11 +308,15 @@ func (tx *Tx) heldKeys(ctx context.Context, ops []*groupOp) (map[brandKey]*parle
 	if tx.db.keys != nil {
 		for _, op := range ops {
 			k := brandKey{op.keyed.BrandID, op.keyed.Key}
-			rec, ok, err := tx.readKey(ctx, k.brand, k.key)
+			_, r, err := tx.loggedKey(ctx, k.brand, k.key)
 			if err != nil {
 				return nil, err
 			}
-			if ok {
+			if r == nil {
+				continue
+			}
+			tx.noteKeyRow(k)
+			if rec, ok := r.record(tx.now); ok {
 				held[k] = rec
 			}
 		}
@@ -374,7 +378,7 @@ const qInsertKeysArrays = `INSERT INTO idempotency_keys (brand_id, idem_key, req
 	SELECT * FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::bigint[], ?::bigint[], ?::text[], ?::bytea[],
 		?::bigint[], ?::bigint[])`
 
-// noteKeyRow records that a PostgreSQL group read a row of key k.
+// noteKeyRow records that a group read a row of key k (heldKeys).
 func (tx *Tx) noteKeyRow(k brandKey) {
 	if tx.keysWithRows == nil {
 		tx.keysWithRows = map[brandKey]bool{}

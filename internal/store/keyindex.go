@@ -270,22 +270,18 @@ func (tx *Tx) noteKey(n keyName, r keyRef) {
 var keyRowsPerInsert = []int{64, 16, 4, 1}
 
 // storeLoggedKeys is storeKeys on SQLite. Not own: a request's own claim
-// is no key for a write of it to take (checkKeys refuses it). A key with
-// a row (one to take over; held, it fails the group with errKeyRace) is
-// stored alone; the new ones with INSERTs of many rows.
+// is no key for a write of it to take (checkKeys refuses it). A key whose
+// row the group's check read (keysWithRows: one to take over) is stored
+// alone; the new ones with INSERTs of many rows.
 func storeLoggedKeys(ctx context.Context, tx *Tx, ops []*groupOp) error {
 	var fresh []*groupOp
 	for _, op := range ops {
-		id, err := tx.keyRowID(ctx, nameOf(op.keyed.BrandID, op.keyed.Key))
-		switch {
-		case err != nil:
-			return err
-		case id == 0:
+		if !tx.keysWithRows[brandKey{op.keyed.BrandID, op.keyed.Key}] {
 			fresh = append(fresh, op)
-		default:
-			if err := tx.claimKey(ctx, op.keyed, op.answer, false); err != nil {
-				return err
-			}
+			continue
+		}
+		if err := tx.claimKey(ctx, op.keyed, op.answer, false); err != nil {
+			return err
 		}
 	}
 	at := micros(tx.now)

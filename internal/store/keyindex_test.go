@@ -131,6 +131,19 @@ func TestSQLiteKeyIndexSharesTheFile(t *testing.T) {
 	taken(a, "n", "r7", "seven")
 	taken(b, "n", "r7", "seven")
 	taken(a, "k", "r5", "five")
+
+	// A group's write takes over a claim whose holder died: the key's old
+	// row goes with it, so the log holds one row a key.
+	if err := c.WithGroupTx(ctx, parley.Origin{Keyed: keyedWrite(brand, "t", "r8", now)}, field); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(31 * time.Second)
+	mustWrite(a, "t", "r9", "nine")
+	taken(b, "t", "r9", "nine")
+	var rows int
+	if err := a.Writer().QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys WHERE idem_key = 't'`).Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("the key taken over has %d rows (%v), want 1", rows, err)
+	}
 }
 
 // TestSQLiteKeyIndexInsertsManyRows: a group's new keys go into the log

@@ -169,8 +169,8 @@ func (tx *Tx) FindSegment(ctx context.Context, brandID, id int64) (*parley.Segme
 // segments, so that two updates checked at once cannot together make a
 // cycle of memberships (D14). On PostgreSQL it locks the brand's row FOR NO
 // KEY UPDATE, which, unlike LockBrand's FOR UPDATE, does not hold up the
-// brand's user inserts (their foreign key check takes FOR KEY SHARE). On
-// SQLite the one writer serialises them already.
+// inserts of rows that reference the brand (their foreign key check takes
+// FOR KEY SHARE). On SQLite the one writer serialises them already.
 func (tx *Tx) LockSegments(ctx context.Context, brandID int64) error {
 	if tx.db.engine != "postgres" {
 		return nil

@@ -9,8 +9,9 @@
 -- What they guarded cannot happen: brands and imports are never deleted;
 -- every writer of these tables takes the brand from the request's
 -- credentials or the import it runs, and the import from its own row;
--- import_phones is emptied when its import ends. SQLite keeps them: there
--- a check is a lookup inside the insert, not a trigger.
+-- import_phones is emptied when its import ends. SQLite keeps users' and
+-- idempotency_keys': there a check is a lookup inside the insert, not a
+-- trigger (its import_phones lost its own with its rowid, sqlite/00060).
 
 -- +goose Up
 ALTER TABLE import_phones DROP CONSTRAINT import_phones_import_id_fkey, DROP CONSTRAINT import_phones_brand_id_fkey;

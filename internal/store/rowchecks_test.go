@@ -105,3 +105,64 @@ func TestSQLiteImportPhonesKeyed(t *testing.T) {
 		t.Errorf("after 00060's Down: without rowid %v, %d foreign keys, claimed %q; want false, 2, %q", noRowid, keys, claimed, want)
 	}
 }
+
+// TestSQLiteHistoryUnchecked: migration 00061 rebuilds SQLite's
+// user_history without foreign keys (issue #35), keeping every entry, its
+// index, and its AUTOINCREMENT sequence, so an id given out before is not
+// given again, both ways.
+func TestSQLiteHistoryUnchecked(t *testing.T) {
+	t.Parallel()
+	if apitest.Engine() != "sqlite" {
+		t.Skip("PostgreSQL's user_history lost its foreign keys in 00056")
+	}
+	ctx := t.Context()
+	db, err := store.Open(ctx, apitest.DatabaseURL(t, t.TempDir()), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.MigrateTo(ctx, 60); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string) {
+		t.Helper()
+		if err := db.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	entry := func(field string) {
+		t.Helper()
+		exec(`INSERT INTO user_history (brand_id, user_id, field, new_value, source, occurred_at)
+			VALUES (7, 3, '` + field + `', '"gold"', 'import', 5)`)
+	}
+	exec(`INSERT INTO brands (id, name, phone_number, date_created) VALUES (7, 'B', '+14155550100', 0)`)
+	exec(`INSERT INTO users (id, brand_id, phone_number, date_created, date_last_updated) VALUES (3, 7, '+14155552671', 0, 0)`)
+	entry("custom_data.tier")
+	entry("custom_data.gone")
+	exec(`DELETE FROM user_history WHERE id = 2`) // the sequence stays at 2
+	check := func(step string, wantKeys int, wantIDs string) {
+		t.Helper()
+		var keys, index int
+		var ids string
+		if err := db.QueryRow(ctx, `SELECT (SELECT count(*) FROM pragma_foreign_key_list('user_history')),
+			(SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'user_history_user'),
+			(SELECT group_concat(id || ':' || field, ' ') FROM (SELECT id, field FROM user_history ORDER BY id))`).
+			Scan(&keys, &index, &ids); err != nil {
+			t.Fatal(err)
+		}
+		if keys != wantKeys || index != 1 || ids != wantIDs {
+			t.Errorf("%s: %d foreign keys, %d user_history_user, entries %q; want %d, 1, %q", step, keys, index, ids,
+				wantKeys, wantIDs)
+		}
+	}
+	if err := db.MigrateTo(ctx, 61); err != nil {
+		t.Fatal(err)
+	}
+	entry("custom_data.after")
+	check("after 00061", 0, "1:custom_data.tier 3:custom_data.after")
+	if err := db.MigrateDownTo(ctx, 60); err != nil {
+		t.Fatal(err)
+	}
+	entry("custom_data.down")
+	check("after 00061's Down", 2, "1:custom_data.tier 3:custom_data.after 4:custom_data.down")
+}

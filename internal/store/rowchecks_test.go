@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/internal/apitest"
-	"github.com/parleyhq/parley/internal/store"
 )
 
 // TestHotTablesUnchecked: on PostgreSQL the tables written row by row by
@@ -16,14 +15,10 @@ import (
 func TestHotTablesUnchecked(t *testing.T) {
 	t.Parallel()
 	if apitest.Engine() != "postgres" {
-		t.Skip("SQLite checks a foreign key inside the insert, not with a trigger (TestSQLiteImportPhonesKeyed)")
+		t.Skip("SQLite checks a foreign key inside the insert (TestSQLiteImportPhonesKeyed, TestSQLiteHistoryUnchecked)")
 	}
 	ctx := t.Context()
-	db, err := store.Open(ctx, apitest.DatabaseURL(t, t.TempDir()), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := openBare(t)
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +53,7 @@ func TestSQLiteImportPhonesKeyed(t *testing.T) {
 		t.Skip("PostgreSQL's migration drops constraints only (TestHotTablesUnchecked)")
 	}
 	ctx := t.Context()
-	db, err := store.Open(ctx, apitest.DatabaseURL(t, t.TempDir()), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := openBare(t)
 	if err := db.MigrateTo(ctx, 59); err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +107,7 @@ func TestSQLiteHistoryUnchecked(t *testing.T) {
 		t.Skip("PostgreSQL's user_history lost its foreign keys in 00056")
 	}
 	ctx := t.Context()
-	db, err := store.Open(ctx, apitest.DatabaseURL(t, t.TempDir()), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := openBare(t)
 	if err := db.MigrateTo(ctx, 60); err != nil {
 		t.Fatal(err)
 	}

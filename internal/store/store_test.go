@@ -40,6 +40,18 @@ func openFile(t *testing.T, path string) *store.DB {
 	return db
 }
 
+// openBare opens a database of the engine under test with no migration
+// applied, for the tests of a migration (MigrateTo, MigrateDownTo).
+func openBare(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(t.Context(), apitest.DatabaseURL(t, t.TempDir()), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func mustBrand(t *testing.T, db *store.DB) int64 {
 	t.Helper()
 	b := &parley.Brand{Name: "B", PhoneNumber: "+14155550100"}

@@ -10,8 +10,9 @@
 -- every writer of these tables takes the brand from the request's
 -- credentials or the import it runs, and the import from its own row;
 -- import_phones is emptied when its import ends. SQLite keeps users' and
--- idempotency_keys': there a check is a lookup inside the insert, not a
--- trigger (its import_phones lost its own with its rowid, sqlite/00060).
+-- idempotency_keys': there a check is a lookup inside the insert, one a
+-- row, not a trigger; the import's tables, with one to four lookups a
+-- contact, lost theirs there too (sqlite/00060 and 00061).
 
 -- +goose Up
 ALTER TABLE import_phones DROP CONSTRAINT import_phones_import_id_fkey, DROP CONSTRAINT import_phones_brand_id_fkey;

@@ -4,8 +4,8 @@
 -- import_phones ran two for every row of an imported file (its import and
 -- its brand), users one for every contact created and idempotency_keys one
 -- for every keyed request, each a lock on the brand's one row. Measured
--- on the 200,000-row import: the backends' CPU 11.3 – 11.5 s with them,
--- 8.9 – 9.1 s without (docs/performance.md, "Session 25").
+-- on the 200,000-row import: the backends' CPU 10.6 – 11.7 s with them,
+-- 8.3 – 9.4 s without (docs/performance.md, "Session 25").
 -- What they guarded cannot happen: brands and imports are never deleted;
 -- every writer of these tables takes the brand from the request's
 -- credentials or the import it runs, and the import from its own row;

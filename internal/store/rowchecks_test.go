@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/apitest"
@@ -67,34 +66,31 @@ func TestSQLiteImportPhonesKeyed(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	shape := func() (withoutRowid bool, keys int, claimed string) {
+	const claimed = "7 +14155552671 2"
+	check := func(step string, wantNoRowid bool, wantKeys int) {
 		t.Helper()
-		var sql string
-		if err := db.QueryRow(ctx, `SELECT sql FROM sqlite_schema WHERE name = 'import_phones'`).Scan(&sql); err != nil {
+		var noRowid bool
+		var keys int
+		var got string
+		if err := db.QueryRow(ctx, `SELECT (SELECT sql LIKE '%WITHOUT ROWID' FROM sqlite_schema WHERE name = 'import_phones'),
+			(SELECT count(*) FROM pragma_foreign_key_list('import_phones')),
+			(SELECT brand_id || ' ' || phone_number || ' ' || line FROM import_phones WHERE import_id = 3)`).
+			Scan(&noRowid, &keys, &got); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.QueryRow(ctx, `SELECT count(*) FROM pragma_foreign_key_list('import_phones')`).Scan(&keys); err != nil {
-			t.Fatal(err)
+		if noRowid != wantNoRowid || keys != wantKeys || got != claimed {
+			t.Errorf("%s: without rowid %v, %d foreign keys, claimed %q; want %v, %d, %q", step, noRowid, keys, got,
+				wantNoRowid, wantKeys, claimed)
 		}
-		if err := db.QueryRow(ctx, `SELECT brand_id || ' ' || phone_number || ' ' || line FROM import_phones
-			WHERE import_id = 3`).Scan(&claimed); err != nil {
-			t.Fatal(err)
-		}
-		return strings.Contains(sql, "WITHOUT ROWID"), keys, claimed
 	}
-	const want = "7 +14155552671 2"
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if noRowid, keys, claimed := shape(); !noRowid || keys != 0 || claimed != want {
-		t.Errorf("after 00060: without rowid %v, %d foreign keys, claimed %q; want true, 0, %q", noRowid, keys, claimed, want)
-	}
+	check("after 00060", true, 0)
 	if err := db.MigrateDownTo(ctx, 59); err != nil {
 		t.Fatal(err)
 	}
-	if noRowid, keys, claimed := shape(); noRowid || keys != 2 || claimed != want {
-		t.Errorf("after 00060's Down: without rowid %v, %d foreign keys, claimed %q; want false, 2, %q", noRowid, keys, claimed, want)
-	}
+	check("after 00060's Down", false, 2)
 }
 
 // TestSQLiteHistoryUnchecked: migration 00061 rebuilds SQLite's
